@@ -21,8 +21,8 @@ def _as_array(data, dtype=None) -> np.ndarray:
     elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.asarray(data)
     else:
-        arr = np.asarray(data)
-        if arr.dtype.kind in "iuf":
+        arr = np.asarray(data, dtype=dtype)
+        if dtype is None and arr.dtype.kind in "iuf":
             arr = arr.astype(np.float32)
     if dtype is not None:
         arr = arr.astype(dtype, copy=False)
