@@ -1,0 +1,4 @@
+"""`python -m tito`: the same as the `tito` command."""
+from tito.cli import main
+
+main()

@@ -1,0 +1,149 @@
+"""The course workspace: where it is, its settings, its modules, and the environment tito runs tools in."""
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SETTINGS_FILE = "settings.ini"
+MODULE_FOLDER = re.compile(r"^(\d{2})_(\w+)$")  # modules/NN_topic/
+
+
+class TitoError(Exception):
+    "A problem tito reports as one line (no traceback) before exiting non-zero."
+
+
+@dataclass(frozen=True)
+class Module:
+    "One course module: the folder `modules/NN_topic/` and the notebook `NN_topic.ipynb` inside it."
+    number: str  # "01"
+    name: str  # "01_tensor"
+    folder: Path
+
+    @property
+    def topic(self) -> str:
+        return self.name[3:]
+
+    @property
+    def notebook(self) -> Path:
+        return self.folder / f"{self.name}.ipynb"
+
+
+class Workspace:
+    "A course folder: `settings.ini` (with a [course] section) next to the modules folder it names."
+
+    def __init__(self, root: Path, settings: configparser.ConfigParser):
+        self.root, self.settings = root, settings
+
+    @classmethod
+    def find(cls, root: str | Path | None = None) -> Workspace:
+        "The workspace at `root`, else at $TITO_ROOT, else the nearest one from the current folder upwards."
+        root = root or os.environ.get("TITO_ROOT")
+        if root:
+            folder = Path(root).expanduser().resolve()
+            workspace = cls._load(folder)
+            if workspace is None:
+                raise TitoError(f"{folder} is not a TinyTorch workspace (it needs {SETTINGS_FILE} "
+                                "with a [course] section and a modules/ folder)")
+            return workspace
+        start = Path.cwd().resolve()
+        for folder in (start, *start.parents):
+            if (workspace := cls._load(folder)) is not None:
+                return workspace
+        raise TitoError(f"no TinyTorch workspace in {start} or above (a folder with {SETTINGS_FILE} and modules/); "
+                        "run tito inside the course folder or pass --root")
+
+    @classmethod
+    def _load(cls, folder: Path) -> Workspace | None:
+        "The workspace in `folder`, or None if `folder` is not one."
+        settings_file = folder / SETTINGS_FILE
+        if not settings_file.is_file():
+            return None
+        settings = configparser.ConfigParser()
+        try:
+            settings.read(settings_file, encoding="utf-8")
+        except configparser.Error as e:
+            raise TitoError(f"{settings_file} cannot be read: {str(e).splitlines()[0]}") from None
+        if not settings.has_section("course"):
+            return None
+        workspace = cls(folder, settings)
+        return workspace if workspace.modules_dir.is_dir() else None
+
+    def _path(self, section: str, key: str, default: str) -> Path:
+        return self.root / self.settings.get(section, key, fallback=default)
+
+    def _seconds(self, key: str, default: int) -> int:
+        try:
+            return self.settings.getint("limits", key, fallback=default)
+        except ValueError:
+            raise TitoError(f"{SETTINGS_FILE} [limits] {key} must be a whole number of seconds, "
+                            f"not {self.settings.get('limits', key)!r}") from None
+
+    @property
+    def modules_dir(self) -> Path:
+        return self._path("course", "modules_dir", "modules")
+
+    @property
+    def tests_dir(self) -> Path:
+        return self._path("course", "tests_dir", "tests")
+
+    @property
+    def lib_dir(self) -> Path:
+        "The exported package, e.g. `tinytorch/`."
+        return self._path("course", "package", "tinytorch")
+
+    @property
+    def progress_file(self) -> Path:
+        return self._path("workspace", "progress_file", ".tito/progress.json")
+
+    @property
+    def cell_timeout(self) -> int:
+        return self._seconds("cell_timeout", 300)
+
+    @property
+    def test_timeout(self) -> int:
+        return self._seconds("test_timeout", 900)
+
+    def rel(self, path: Path) -> str:
+        "`path` relative to the workspace root when it is inside it (for messages)."
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def modules(self) -> list[Module]:
+        "Every `modules/NN_topic/` folder, in course order."
+        found = [Module(m.group(1), folder.name, folder) for folder in self.modules_dir.iterdir()
+                 if folder.is_dir() and (m := MODULE_FOLDER.match(folder.name))]
+        return sorted(found, key=lambda module: module.name)
+
+    def module(self, ident: str) -> Module:
+        "The module named by `ident`: a number (`1`, `01`), a folder name (`01_tensor`) or a topic (`tensor`)."
+        modules = self.modules()
+        ident = ident.strip()
+        if ident.isdigit():
+            matches = [m for m in modules if int(m.number) == int(ident)]
+        else:
+            matches = [m for m in modules if ident in (m.name, m.topic)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise TitoError(f"module {ident!r} is ambiguous: {', '.join(m.name for m in matches)}")
+        known = ", ".join(m.name for m in modules) or "none"
+        raise TitoError(f"unknown module {ident!r} (modules in {self.rel(self.modules_dir)}/: {known})")
+
+    def tests_for(self, module: Module) -> Path:
+        "The module's pytest suite, e.g. `tests/01_tensor/`."
+        return self.tests_dir / module.name
+
+
+def tool_env(pythonpath: Path | None = None) -> dict[str, str]:
+    "os.environ for a subprocess: this Python's bin folder first on PATH, and `pythonpath` first on PYTHONPATH."
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
+    return env

@@ -1,0 +1,156 @@
+"""Export notebooks into the package with nbdev, atomically: validate, export into a copy, import, copy back."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from tito.course import Module, TitoError, Workspace, tool_env
+from tito.notebooks import (DIRECTIVE, Node, cell_at, cell_index, cell_label, default_exp, directives, exported_files,
+                            read_notebook)
+
+EXPORT_DIRECTIVES = {"export", "exports", "exporti"}
+MAGIC_LINE = re.compile(r"^\s*(%|!(?!=))")  # IPython magics and shell escapes, which are not Python
+TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)')
+IMPORT_TIMEOUT = 120  # seconds to import one freshly exported module
+COPIED = ("pyproject.toml", "settings.ini")
+SKIPPED = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc")
+
+
+def check_notebook(ws: Workspace, module: Module) -> Node:
+    "The notebook, after checking what nbdev needs: valid nbformat, `#| default_exp`, export cells that parse."
+    nb = read_notebook(ws, module)
+    default_exp(ws, nb, module)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and EXPORT_DIRECTIVES & directives(cell.source).keys():
+            _check_syntax(ws, module, nb, index)
+    return nb
+
+
+def _check_syntax(ws: Workspace, module: Module, nb: Node, index: int):
+    "Parse an export cell as Python, blanking directive and magic lines so line numbers still match the cell."
+    lines = nb.cells[index].source.splitlines()
+    code = "\n".join("" if DIRECTIVE.match(line) or MAGIC_LINE.match(line) else line for line in lines)
+    try:
+        ast.parse(code)
+    except SyntaxError as e:
+        text = f": {lines[e.lineno - 1].strip()}" if e.lineno and e.lineno <= len(lines) else ""
+        raise TitoError(f"{ws.rel(module.notebook)}, {cell_label(nb, index)}: SyntaxError: {e.msg} "
+                        f"(line {e.lineno} of the cell{text})") from None
+
+
+def export_modules(ws: Workspace, modules: list[Module]) -> list[str]:
+    """Export `modules` into the workspace's package; the changed files, relative to the root.
+
+    All notebooks are checked first, then exported into a temporary copy of the workspace and imported there.
+    Only when everything worked are the changed files copied back, so a failure leaves the package untouched."""
+    notebooks = [check_notebook(ws, module) for module in modules]
+    with tempfile.TemporaryDirectory(prefix="tito-export-") as tmp:
+        copy = Path(tmp)
+        _copy_workspace(ws, copy)
+        for module in modules:
+            _nbdev_export(ws, copy, module)
+        for module, nb in zip(modules, notebooks):
+            _check_imports(ws, copy, module, nb)
+        return _copy_back(ws, copy)
+
+
+def _in_copy(ws: Workspace, copy: Path, path: Path) -> Path:
+    return copy / path.relative_to(ws.root)
+
+
+def _copy_workspace(ws: Workspace, copy: Path):
+    "Copy what nbdev reads and writes, keeping the layout so nbdev's relative paths are the same."
+    for name in COPIED:
+        if not (ws.root / name).is_file():
+            raise TitoError(f"cannot export: {name} is missing from the workspace {ws.root}")
+        shutil.copy2(ws.root / name, copy / name)
+    for folder in (ws.modules_dir, ws.lib_dir):
+        if folder.is_dir():
+            shutil.copytree(folder, _in_copy(ws, copy, folder), ignore=SKIPPED)
+
+
+@contextmanager
+def _without_in_test():
+    "nbdev_export silently does nothing while IN_TEST is set."
+    saved = os.environ.pop("IN_TEST", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["IN_TEST"] = saved
+
+
+def _nbdev_export(ws: Workspace, copy: Path, module: Module):
+    "Run nbdev's export of one notebook inside the copy (it also rebuilds `_modidx.py` from the whole package)."
+    from fastcore.xtras import working_directory
+    from nbdev.doclinks import nbdev_export
+
+    try:
+        with _without_in_test(), working_directory(copy):
+            nbdev_export(path=str(_in_copy(ws, copy, module.notebook)))
+    except Exception as e:
+        raise TitoError(f"{ws.rel(module.notebook)}: nbdev could not export it: "
+                        f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
+
+
+def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
+    "Import every module exported from the notebook, in a fresh Python inside the copy."
+    lib = _in_copy(ws, copy, ws.lib_dir)
+    for path in exported_files(lib, _in_copy(ws, copy, module.notebook)):
+        dotted = ".".join(path.relative_to(copy).with_suffix("").parts)
+        try:
+            done = subprocess.run([sys.executable, "-c", f"import {dotted}"], cwd=copy, env=tool_env(copy),
+                                  capture_output=True, text=True, timeout=IMPORT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise TitoError(f"{ws.rel(module.notebook)}: importing {dotted} took over {IMPORT_TIMEOUT} s") from None
+        if done.returncode != 0:
+            raise TitoError(_import_error(ws, module, nb, lib, dotted, done.stderr))
+
+
+def _import_error(ws: Workspace, module: Module, nb, lib: Path, dotted: str, stderr: str) -> str:
+    "One line: the notebook, the cell the failing line was exported from (when known), and the exception."
+    lines = stderr.strip().splitlines()
+    where = ""
+    frames = [(Path(m.group(1)), int(m.group(2))) for line in lines if (m := TRACEBACK_FRAME.match(line))]
+    inside = [(path, line) for path, line in frames if path.is_relative_to(lib)]
+    if inside and (cid := cell_at(*inside[-1])) and (index := cell_index(nb, cid)) is not None:
+        where = f", {cell_label(nb, index)}"
+    reason = lines[-1] if lines else "no error message"
+    return f"{ws.rel(module.notebook)}{where}: importing the exported {dotted} fails: {reason}"
+
+
+def _copy_back(ws: Workspace, copy: Path) -> list[str]:
+    "Copy new or changed package files (and nbdev's modules/llms.txt) from the copy; the changed paths."
+    changed = []
+    lib = _in_copy(ws, copy, ws.lib_dir)
+    for src in sorted(lib.rglob("*")):
+        if src.is_file() and "__pycache__" not in src.parts and src.suffix != ".pyc":
+            if _sync_file(src, ws.lib_dir / src.relative_to(lib)):
+                changed.append(ws.rel(ws.lib_dir / src.relative_to(lib)))
+    llms = ws.modules_dir / "llms.txt"
+    if _sync_file(_in_copy(ws, copy, llms), llms):
+        changed.append(ws.rel(llms))
+    return changed
+
+
+def _sync_file(src: Path, dst: Path) -> bool:
+    "Make `dst` a copy of `src` (or remove it when `src` is gone); whether anything changed."
+    if not src.exists():
+        if dst.exists():
+            dst.unlink()
+            return True
+        return False
+    if dst.is_file() and dst.read_bytes() == src.read_bytes():
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    partial = dst.with_name(f".{dst.name}.tito-partial")
+    shutil.copyfile(src, partial)
+    os.replace(partial, dst)
+    return True

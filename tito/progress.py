@@ -1,0 +1,70 @@
+"""The progress file (`.tito/progress.json`): what `tito module complete` found for each module, and when."""
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+from tito.course import Module, TitoError, Workspace
+from tito.testing import Checks
+
+
+def load(ws: Workspace) -> dict:
+    "The progress record, `{'modules': {'01': {...}}}`; empty when nothing was completed yet."
+    path = ws.progress_file
+    if not path.is_file():
+        return {"modules": {}}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TitoError(f"the progress file {ws.rel(path)} is not valid JSON ({e}); "
+                        "fix it, or delete it to start the record over") from None
+    if not isinstance(data, dict) or not isinstance(data.get("modules"), dict):
+        raise TitoError(f"the progress file {ws.rel(path)} has no 'modules' record; delete it to start over")
+    return data
+
+
+def entry(ws: Workspace, module: Module) -> dict | None:
+    "What was recorded for `module`, if anything."
+    return load(ws)["modules"].get(module.number)
+
+
+def is_complete(ws: Workspace, module: Module) -> bool:
+    return bool((entry(ws, module) or {}).get("passed"))
+
+
+def incomplete_before(ws: Workspace, module: Module) -> list[Module]:
+    "Earlier modules whose last `complete` run did not pass (or never ran)."
+    return [m for m in ws.modules() if m.number < module.number and not is_complete(ws, m)]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def record(ws: Workspace, module: Module, pending: list[str], tests: Checks, checks: Checks) -> dict:
+    "Store the result of one `complete` run of `module`; the stored entry."
+    data = load(ws)
+    previous = data["modules"].get(module.number, {})
+    passed = not pending and tests.passed and checks.passed
+    stamp = now()
+    data["modules"][module.number] = {
+        "module": module.name,
+        "passed": passed,
+        "last_run": stamp,
+        "completed_at": stamp if passed else previous.get("completed_at"),
+        "pending_exercises": pending,
+        "tests": {**tests.counts(), "missing": tests.missing or None},
+        "notebook_checks": {**checks.counts(), "missing": checks.missing or None},
+    }
+    _write(ws, data)
+    return data["modules"][module.number]
+
+
+def _write(ws: Workspace, data: dict):
+    "Write the file whole or not at all."
+    path = ws.progress_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, path)
