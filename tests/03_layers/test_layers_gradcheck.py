@@ -1,0 +1,113 @@
+"""float64 gradient checks (random upstream gradient, every coordinate) w.r.t. inputs and every parameter."""
+import numpy as np
+import pytest
+
+from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
+from tinytorch.core.layers import (GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Sequential, Sigmoid, Softmax,
+                                   Tanh, embedding, gelu, layer_norm, log_softmax, relu, sigmoid, softmax)
+from tinytorch.core.tensor import Tensor
+
+
+def check_module(module, x):
+    "gradcheck w.r.t. the input and every parameter of `module` (float64)."
+    module.to(np.float64)
+    params = module.parameters()
+    inputs = ([x] if isinstance(x, Tensor) else []) + params
+    call = (lambda *args: module(args[0])) if isinstance(x, Tensor) else (lambda *args: module(x))
+    assert gradcheck(call, inputs)
+
+
+def away_from_zero(t, margin=1e-3):
+    t.data[np.abs(t.data) < margin] = 0.5      # ReLU has no derivative at 0
+    return t
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (4,)])
+def test_linear_gradients(leaf, shape):
+    check_module(Linear(4, 3), leaf(*shape))
+
+
+def test_linear_without_bias_gradients(leaf):
+    check_module(Linear(4, 2, bias=False), leaf(2, 3, 4))
+
+
+@pytest.mark.parametrize("fn", [relu, sigmoid, gelu, ReLU(), Sigmoid(), GELU(), Tanh()],
+                         ids=["relu", "sigmoid", "gelu", "ReLU", "Sigmoid", "GELU", "Tanh"])
+def test_activation_gradients(leaf, fn):
+    assert gradcheck(fn, [away_from_zero(leaf(2, 3, 4, scale=2.0))])
+
+
+def test_gelu_and_sigmoid_gradients_for_large_inputs(leaf):
+    x = leaf(3, 4, scale=6.0)
+    assert gradcheck(gelu, [x]) and gradcheck(sigmoid, [x])
+
+
+@pytest.mark.parametrize("dim", [-1, 0, 1, 2])
+@pytest.mark.parametrize("fn", [softmax, log_softmax])
+def test_softmax_gradients(leaf, fn, dim):
+    assert gradcheck(lambda x: fn(x, dim=dim), [leaf(2, 3, 4, scale=3.0)])
+
+
+def test_softmax_module_gradient(leaf):
+    assert gradcheck(Softmax(dim=1), [leaf(2, 3, 4)])
+
+
+def test_embedding_gradient_with_repeated_ids():
+    ids = np.array([[0, 2, 2, 5], [5, 5, 1, 0]])
+    check_module(Embedding(6, 3), ids)
+
+
+def test_embedding_gradient_with_integer_tensor_ids():
+    check_module(Embedding(4, 2), Tensor(np.array([3, 3, 3, 0])))
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (2, 3, 5), (5,)])
+def test_layer_norm_gradients(leaf, rng, shape):
+    ln = LayerNorm(5)
+    ln.to(np.float64)
+    ln.weight.data[...] = rng.normal(size=5)     # not the identity affine, so weight mistakes show
+    ln.bias.data[...] = rng.normal(size=5)
+    check_module(ln, leaf(*shape, scale=3.0))
+
+
+def test_layer_norm_functional_gradients(leaf):
+    x, w, b = leaf(3, 6), leaf(6), leaf(6)
+    assert gradcheck(lambda x, w, b: layer_norm(x, w, b, eps=1e-3), [x, w, b])
+
+
+def test_dropout_gradient_is_mask_over_keep_probability(leaf):
+    x = leaf(4, 5)
+    drop = Dropout(0.3, rng=np.random.default_rng(1))
+    # the same mask in every evaluation: a fresh generator with the same seed for each call
+    assert gradcheck(lambda x: Dropout(0.3, rng=np.random.default_rng(1))(x), [x])
+    y = drop(x)
+    y.backward(np.ones(x.shape))
+    assert np.allclose(x.grad.data, (y.data != 0) / 0.7)
+
+
+def test_sequential_mlp_gradients(leaf):
+    model = Sequential(Linear(3, 6), GELU(), LayerNorm(6), Linear(6, 4), Tanh(), Linear(4, 2), Sigmoid())
+    check_module(model, leaf(5, 3))
+
+
+@pytest.mark.parametrize("op", ["relu", "sigmoid", "gelu", "softmax", "log_softmax", "embedding", "layer_norm"])
+def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
+    "Each layer op has its own rule, and gradcheck (as used above) notices when it is wrong."
+    cases = {
+        "relu": (relu, [away_from_zero(leaf(3, 4))]),
+        "sigmoid": (sigmoid, [leaf(3, 4)]),
+        "gelu": (gelu, [leaf(3, 4)]),
+        "softmax": (softmax, [leaf(3, 4)]),
+        "log_softmax": (log_softmax, [leaf(3, 4)]),
+        "embedding": (lambda w: embedding(np.array([1, 1, 4]), w), [leaf(5, 3)]),
+        "layer_norm": (lambda x, w, b: layer_norm(x, w, b), [leaf(3, 4), leaf(4), leaf(4)]),
+    }
+    fn, inputs = cases[op]
+    good = GRADIENTS[op]
+    GRADIENTS[op] = lambda grad, out, *ins, **attrs: tuple(1.1 * g for g in good(grad, out, *ins, **attrs))
+    try:
+        with pytest.raises(GradcheckError):
+            gradcheck(fn, inputs)
+    finally:
+        GRADIENTS[op] = good
+    assert gradcheck(fn, inputs)
