@@ -8,10 +8,6 @@ import pytest
 from tinytorch.core.autograd import gradcheck, no_grad
 from tinytorch.core.tensor import Tensor
 
-TOPO_ORDER_BUG = pytest.mark.xfail(strict=True, reason=(
-    "topological_order marks a tensor as seen when it is pushed on the stack instead of when it is finished, so in "
-    "`x + f(x)` x is ordered after the subgraph of f(x); backward handles x before f(x) has sent it its share, "
-    "and that share is lost (d(x + exp(x))/dx comes out as 1)"))
 
 
 def leaf(data, dtype=np.float64):
@@ -58,7 +54,6 @@ def test_interior_node_first_then_its_input():
     np.testing.assert_allclose(x.grad.data, np.exp(x.data) + 1, rtol=1e-14)
 
 
-@TOPO_ORDER_BUG
 def test_skip_connection_input_first():
     "x + f(x): the input before the subgraph that uses it (every residual block, every `x - x.mean()`)."
     x = leaf([0.5, -1.0, 2.0])
@@ -66,7 +61,6 @@ def test_skip_connection_input_first():
     np.testing.assert_allclose(x.grad.data, 1 + np.exp(x.data), rtol=1e-14)
 
 
-@TOPO_ORDER_BUG
 def test_centering_uses_the_mean_gradient(rng):
     "x - x.mean(): its gradient is upstream minus its mean (so it sums to zero), not the upstream itself."
     x, upstream = leaf(rng.normal(size=5)), rng.normal(size=5)
@@ -93,13 +87,11 @@ def test_residual_chain_runs_each_rule_once_per_node(rule_calls, recorded_nodes,
     assert rule_calls == Counter(recorded_nodes)   # 12 of each, not one per path (2**12 = 4096 for the last add)
 
 
-@TOPO_ORDER_BUG
 def test_residual_chain_gradient(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(0.3 * rng.normal(size=(3, 3)))
     assert gradcheck(residual_chain, [x, w])
 
 
-@TOPO_ORDER_BUG
 def test_elementwise_residual_chain_matches_the_chain_rule(rng):
     x0, upstream = rng.normal(size=4), rng.normal(size=4)
     x = leaf(x0)

@@ -14,10 +14,6 @@ from tinytorch.core.tensor import Tensor  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-TOPO_ORDER_BUG = pytest.mark.xfail(strict=True, reason=(
-    "topological_order marks a tensor as seen when it is pushed on the stack instead of when it is finished, so in "
-    "`x - x.max()` / `x - x.mean()` x is ordered after the subgraph of its reduction and loses that gradient "
-    "(see test_autograd_graph.py::test_skip_connection_input_first)"))
 
 MODULE_01_OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "matmul", "sum", "mean",
                  "max", "reshape", "transpose", "permute", "getitem", "masked_fill"}
@@ -92,14 +88,13 @@ EXPRESSIONS = [
                ((4, 3), (3, 5), (5,), (5, 2))),
     Expression("broadcast arithmetic (3,1) (1,4) (4,) 0-d",
                lambda L, a, b, c, d: (a - b) * c / (d ** 2 + 1.0), ((3, 1), (1, 4), (4,), ())),
-    pytest.param(Expression("softmax", lambda L, x: softmax(L, x), ((3, 5),)), marks=TOPO_ORDER_BUG),
-    pytest.param(Expression("log-softmax NLL, repeated targets",
+    Expression("softmax", lambda L, x: softmax(L, x), ((3, 5),)),
+    Expression("log-softmax NLL, repeated targets",
                             lambda L, x: nll(L, x, np.array([0, 1, 2, 2, 0]), np.array([1, 1, 4, 4, 1])),
-                            ((3, 5),)), marks=TOPO_ORDER_BUG),
-    pytest.param(Expression("layer norm", layer_norm, ((4, 6), (6,), (6,))), marks=TOPO_ORDER_BUG),
-    pytest.param(Expression("masked attention, batch matmul",
+                            ((3, 5),)),
+    Expression("layer norm", layer_norm, ((4, 6), (6,), (6,))),
+    Expression("masked attention, batch matmul",
                             lambda L, q, k, v: attention(L, q, k, v, CAUSAL_3X5), ((2, 3, 4), (2, 5, 4), (2, 5, 4))),
-                 marks=TOPO_ORDER_BUG),
     Expression("broadcast batch matmul, permute, reshape",
                lambda L, a, b: (a @ b).permute(3, 0, 1, 2).reshape(2, -1).tanh(), ((5, 1, 2, 3), (4, 3, 2))),
     Expression("embedding lookup with repeated ids",
@@ -113,8 +108,7 @@ EXPRESSIONS = [
                ((4, 5),)),
     Expression("elementwise: sqrt, neg, rsub, tanh",
                lambda L, x: ((x * x + 1.0).sqrt() - (-x)).tanh() / (2.0 - x.tanh()), ((3, 4),)),
-    pytest.param(Expression("divide by the row max (no ties)", lambda L, x: x / L.max(x, 1, True), (Positive((3, 4)),)),
-                 marks=TOPO_ORDER_BUG),
+    Expression("divide by the row max (no ties)", lambda L, x: x / L.max(x, 1, True), (Positive((3, 4)),)),
     Expression("masked_fill with a broadcast mask",
                lambda L, x, y: L.mean(x.masked_fill(L.const(ROWS_3X1), 0.0) * y, axis=1), ((2, 3, 4), (4,))),
     Expression("transpose, permute, reshape, matmul",

@@ -57,8 +57,9 @@ def neg_backward(grad, out, a):
 # %% ../../modules/02_autograd/02_autograd.ipynb #elementwise-gradients
 @register_gradient("pow")
 def pow_backward(grad, out, a, b):
-    grad_a = grad * b.data * a.data ** (b.data - 1)
-    grad_b = grad * out.data * np.log(a.data) if b.requires_grad else None
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 and log(0) below are masked out
+        grad_a = grad * np.where(b.data == 0, 0, b.data * a.data ** (b.data - 1))
+        grad_b = grad * np.where(a.data == 0, 0, out.data * np.log(a.data)) if b.requires_grad else None
     return grad_a, grad_b
 
 
@@ -123,7 +124,7 @@ def mean_backward(grad, out, a, axis, keepdims):
 
 @register_gradient("max")
 def max_backward(grad, out, a, axis, keepdims):
-    winners = a.data == _expand_reduced(out.data, axis, keepdims, a.ndim)
+    winners = (a.data == _expand_reduced(out.data, axis, keepdims, a.ndim)).astype(a.dtype)
     share = winners / winners.sum(axis=axis, keepdims=True)
     return (share * _expand_reduced(grad, axis, keepdims, a.ndim),)
 
@@ -217,19 +218,19 @@ def unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:
 # %% ../../modules/02_autograd/02_autograd.ipynb #backward
 def topological_order(root: Tensor) -> list:
     "Every tensor that `root` depends on and that requires grad, each once, inputs before the tensors made from them."
-    order, seen, stack = [], {id(root)}, [(root, False)]
+    order, visited, stack = [], set(), [(root, False)]
     while stack:
         tensor, inputs_done = stack.pop()
         if inputs_done:
             order.append(tensor)
             continue
+        if id(tensor) in visited:  # reached again through another path: already placed
+            continue
+        visited.add(id(tensor))
         stack.append((tensor, True))
         node = getattr(tensor, "_node", None)
         if node is not None:
-            for x in node.inputs:
-                if x.requires_grad and id(x) not in seen:
-                    seen.add(id(x))
-                    stack.append((x, False))
+            stack.extend((x, False) for x in node.inputs if x.requires_grad and id(x) not in visited)
     return order
 
 
