@@ -125,9 +125,6 @@ def test_float64_tensor_with_python_number_is_exact():
     np.testing.assert_array_equal((1 / 3 - Tensor(x)).numpy(), 1 / 3 - x)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG: a Python number beside an integer tensor becomes a float32 Tensor, so ids + 1 "
-                          "(and * - **) turns integer ids into float64 (numpy and PyTorch keep int64)")
 @pytest.mark.parametrize("expr", [lambda t: t + 1, lambda t: 1 + t, lambda t: t * 2, lambda t: t - 1,
                                   lambda t: t ** 2], ids=["t+1", "1+t", "t*2", "t-1", "t**2"])
 def test_integer_tensor_with_python_int_stays_integer(expr):

@@ -220,9 +220,6 @@ def test_masked_fill_with_a_numpy_scalar_value_keeps_the_tensor_dtype(value):
     np.testing.assert_array_equal(out.numpy(), np.where(mask, np.float32(value), x))
 
 
-@pytest.mark.xfail(strict=True, raises=(ValueError, TypeError),
-                   reason="BUG: masked_fill cannot take its value as a 0-d Tensor (np.asarray(Tensor) fails); "
-                          "PyTorch accepts a 0-d tensor value")
 def test_masked_fill_with_a_scalar_tensor_value():
     mask = np.array([True, False, True])
     out = Tensor(M).masked_fill(mask, Tensor(np.float64(-5.0)))

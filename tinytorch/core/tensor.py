@@ -131,12 +131,20 @@ def _check_broadcast(op: str, a: Tensor, b: Tensor):
 
 
 def _pair(a, b):
-    "Both operands as Tensors; a Python number takes the dtype of the float tensor beside it."
+    "Both operands as Tensors; a Python number takes the dtype of the tensor beside it when it fits."
     if not isinstance(a, Tensor):
-        a = Tensor(a, dtype=b.dtype if b.dtype.kind == "f" and not isinstance(a, np.ndarray) else None)
+        a = _operand(a, b)
     if not isinstance(b, Tensor):
-        b = Tensor(b, dtype=a.dtype if a.dtype.kind == "f" and not isinstance(b, np.ndarray) else None)
+        b = _operand(b, a)
     return a, b
+
+
+def _operand(x, partner: Tensor) -> Tensor:
+    "`x` as a Tensor: `2.5` beside a float64 tensor is float64, `1` beside an int64 tensor stays int64."
+    kind = partner.dtype.kind
+    if isinstance(x, float) and kind == "f" or isinstance(x, int) and not isinstance(x, bool) and kind in "iuf":
+        return Tensor(x, dtype=partner.dtype)
+    return Tensor(x)
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #arithmetic
 def add(a, b) -> Tensor:
@@ -314,5 +322,5 @@ def masked_fill(a: Tensor, mask, value) -> Tensor:
         shape = None
     if shape != a.shape:
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the tensor's shape {a.shape}")
-    out = np.where(mask, np.asarray(value, dtype=a.dtype), a.data)
+    out = np.where(mask, np.asarray(_data(value), dtype=a.dtype), a.data)
     return _result(out, "masked_fill", (a,), mask=mask)
