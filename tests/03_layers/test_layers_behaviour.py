@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tinytorch.core.layers import (Dropout, Embedding, LayerNorm, Linear, Softmax, get_rng, kaiming_uniform_,
-                                   layer_norm, log_softmax, manual_seed, sigmoid, softmax, xavier_uniform_)
+                                   layer_norm, log_softmax, manual_seed, relu, sigmoid, softmax, xavier_uniform_)
 from tinytorch.core.tensor import Tensor
 
 
@@ -27,6 +27,12 @@ def test_huge_logits_give_finite_gradients():
     y = Tensor(np.array([[1e4, 0.0, -1e4]]), requires_grad=True)
     log_softmax(y)[:, 2].sum().backward()
     np.testing.assert_allclose(y.grad.data, [[-1, 0, 1]])
+
+
+def test_relu_gradient_at_zero_is_zero():
+    x = Tensor(np.array([-1.0, 0.0, 2.0]), requires_grad=True)
+    relu(x).backward(np.ones(3))
+    np.testing.assert_array_equal(x.grad.data, [0.0, 0.0, 1.0])
 
 
 def test_sigmoid_is_stable_for_large_inputs():
@@ -171,3 +177,20 @@ def test_layer_norm_wrong_width():
         LayerNorm(5)(Tensor(np.ones((2, 4), dtype=np.float32)))
     with pytest.raises(ValueError):
         layer_norm(Tensor(np.ones(4)), Tensor(np.ones(3)), Tensor(np.zeros(3)))
+
+
+# --- dtypes -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_op_keeps_the_dtype_forward_and_backward(dtype):
+    from tinytorch.core.layers import GELU, ReLU, Sequential, Sigmoid, Tanh, gelu
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(2, 3, 4)).astype(dtype), requires_grad=True)
+    model = Sequential(Linear(4, 6), GELU(), LayerNorm(6), Dropout(0.2), Linear(6, 5), ReLU(), Linear(5, 4),
+                       Sigmoid(), Linear(4, 4), Tanh()).to(dtype)
+    emb = Embedding(9, 4).to(dtype)
+    outs = [model(x), softmax(x), log_softmax(x, dim=0), gelu(x), relu(x), sigmoid(x), emb(np.array([[1, 1, 8]]))]
+    for out in outs:
+        assert out.dtype == dtype
+        out.backward(np.ones(out.shape, dtype=dtype))
+    assert x.grad.dtype == dtype
+    assert all(p.grad.dtype == dtype for p in model.parameters() + emb.parameters())
