@@ -91,10 +91,12 @@ def matmul_backward(grad, out, a, b):
         B, grad = B[:, None], grad[..., None]
     if A.ndim == 1:
         A, grad = A[None, :], grad[..., None, :]
-    grad_a = grad @ np.swapaxes(B, -1, -2)
-    if B.ndim == 2:  # one large product instead of a batch of small ones that would then be summed
-        grad_b = A.reshape(-1, A.shape[-1]).T @ grad.reshape(-1, grad.shape[-1])
+    if B.ndim == 2:  # one large product instead of a batch of small ones (that grad_b would then sum)
+        flat_grad = grad.reshape(-1, grad.shape[-1])
+        grad_a = (flat_grad @ B.T).reshape(*grad.shape[:-1], B.shape[0])
+        grad_b = A.reshape(-1, A.shape[-1]).T @ flat_grad
     else:
+        grad_a = grad @ np.swapaxes(B, -1, -2)
         grad_b = np.swapaxes(A, -1, -2) @ grad
     if a.ndim == 1:
         grad_a = grad_a[..., 0, :]

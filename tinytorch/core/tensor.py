@@ -230,7 +230,10 @@ def matmul(a, b) -> Tensor:
             np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except ValueError:
             raise ValueError(f"matmul: batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
-    out = np.matmul(a.data, b.data)
+    if a.ndim > 2 and b.ndim == 2:  # (..., n, k) @ (k, m): one large product, not a batch of small ones
+        out = (a.data.reshape(-1, a.shape[-1]) @ b.data).reshape(*a.shape[:-1], b.shape[-1])
+    else:
+        out = np.matmul(a.data, b.data)
     return _result(out, "matmul", (a, b))
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #reductions
