@@ -23,7 +23,7 @@ from typer.core import TyperGroup
 
 from tito import doctor, lab as jupyter_lab, progress
 from tito.course import Module, TitoError, Workspace
-from tito.exporting import check_notebook, export_modules
+from tito.exporting import export_modules
 from tito.notebooks import Header, exported_files, is_exported, pending_exercises, read_header, read_notebook
 from tito.testing import Checks, run_notebook_checks, run_test_suite
 
@@ -244,7 +244,7 @@ def test(module: str = typer.Argument(..., help="Module number or name, e.g. 01.
     "Run the module's test suite against the exported package, and the notebook's graded cells."
     ws = Workspace.find()
     chosen = ws.module(module)
-    read_notebook(ws, chosen)
+    read_notebook(ws, chosen)  # a missing or broken notebook is a one-line error before anything runs
     tests, checks = _run_checks(ws, chosen, verbose)
     if not (tests.passed and checks.passed):
         raise typer.Exit(1)
@@ -255,12 +255,13 @@ def _complete(ws: Workspace, module: Module, verbose: bool) -> bool:
     if missing := progress.incomplete_before(ws, module):
         raise TitoError(f"complete module(s) {', '.join(m.number for m in missing)} first: "
                         f"module {module.number} builds on them")
-    nb = check_notebook(ws, module)
+    changed = export_modules(ws, [module])  # first, so a notebook that cannot export is one line and nothing more
+    nb = read_notebook(ws, module)
     out.rule(f"Module {module.number}: {read_header(nb).title or module.name}")
     pending = pending_exercises(nb)
     for gid in pending:
         say(f"exercise `{gid}` not done yet", "yellow")
-    _show_export(ws, [module], export_modules(ws, [module]))
+    _show_export(ws, [module], changed)
     tests, checks = _run_checks(ws, module, verbose)
     entry = progress.record(ws, module, pending, tests, checks)
     if entry["passed"]:

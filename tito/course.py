@@ -10,6 +10,8 @@ from pathlib import Path
 
 SETTINGS_FILE = "settings.ini"
 MODULE_FOLDER = re.compile(r"^(\d{2})_(\w+)$")  # modules/NN_topic/
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colours in tool output
+LINE_WIDTH = 160
 
 
 class TitoError(Exception):
@@ -147,3 +149,14 @@ def tool_env(pythonpath: Path | None = None) -> dict[str, str]:
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     return env
+
+
+def one_line(text: str) -> str:
+    "The first non-empty line of `text`, without terminal colours, shortened to fit a table cell."
+    line = next((s.strip() for s in ANSI.sub("", text or "").splitlines() if s.strip()), "")
+    return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH - 1] + "…"
+
+
+def last_line(text: str) -> str:
+    "The last non-empty line of `text` (where tools put their final error), shortened."
+    return one_line("\n".join(reversed((text or "").splitlines())))

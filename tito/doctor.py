@@ -13,7 +13,7 @@ from tito.course import TitoError, Workspace, tool_env
 
 MIN_PYTHON = (3, 10)
 PACKAGES = ("numpy", "nbdev", "nbgrader", "jupyterlab", "nbclient", "typer", "rich")  # import name = distribution
-TOOLS = {"alembic": "nbgrader runs it to create its gradebook", "jupyter": "tito lab and nbgrader run it"}
+TOOLS = {"alembic": "nbgrader runs it to create its gradebook", "jupyter": "the Jupyter command line"}
 REINSTALL = 'pip install -e ".[dev]" in the course folder'
 
 
@@ -26,11 +26,11 @@ class Check:
     fix: str = ""
 
 
-def run_checks(root: str | None = None) -> list[Check]:
+def run_checks() -> list[Check]:
     "Every check, in the order the report shows them."
     checks = [check_python(), *map(check_package, PACKAGES)]
     try:
-        ws = Workspace.find(root)
+        ws = Workspace.find()
     except TitoError as e:
         checks.append(Check("workspace", False, str(e), "run tito inside the course folder, or pass --root"))
     else:
@@ -72,7 +72,8 @@ def check_nbdev_config(ws: Workspace) -> Check:
         problems.append("allowed_cell_metadata_keys lacks 'nbgrader' (nbdev-clean would wipe the grading metadata)")
     if problems:
         return Check(name, False, "; ".join(problems), "fix [tool.nbdev] in pyproject.toml")
-    return Check(name, True, f"lib_path={ws.rel(ws.lib_dir)}, nbs_path={ws.rel(ws.modules_dir)}, keeps nbgrader metadata")
+    return Check(name, True, f"lib_path={ws.rel(ws.lib_dir)}, nbs_path={ws.rel(ws.modules_dir)}, "
+                             "keeps nbgrader metadata")
 
 
 def check_kernel() -> Check:

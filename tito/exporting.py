@@ -11,7 +11,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from tito.course import Module, TitoError, Workspace, tool_env
+from tito.course import Module, TitoError, Workspace, last_line, one_line, tool_env
 from tito.notebooks import (DIRECTIVE, Node, cell_at, cell_index, cell_label, default_exp, directives, exported_files,
                             read_notebook)
 
@@ -97,7 +97,7 @@ def _nbdev_export(ws: Workspace, copy: Path, module: Module):
             nbdev_export(path=str(_in_copy(ws, copy, module.notebook)))
     except Exception as e:
         raise TitoError(f"{ws.rel(module.notebook)}: nbdev could not export it: "
-                        f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
+                        f"{type(e).__name__}: {one_line(str(e))}") from None
 
 
 def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
@@ -116,13 +116,12 @@ def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
 
 def _import_error(ws: Workspace, module: Module, nb, lib: Path, dotted: str, stderr: str) -> str:
     "One line: the notebook, the cell the failing line was exported from (when known), and the exception."
-    lines = stderr.strip().splitlines()
     where = ""
-    frames = [(Path(m.group(1)), int(m.group(2))) for line in lines if (m := TRACEBACK_FRAME.match(line))]
+    frames = [(Path(m.group(1)), int(m.group(2))) for line in stderr.splitlines() if (m := TRACEBACK_FRAME.match(line))]
     inside = [(path, line) for path, line in frames if path.is_relative_to(lib)]
     if inside and (cid := cell_at(*inside[-1])) and (index := cell_index(nb, cid)) is not None:
         where = f", {cell_label(nb, index)}"
-    reason = lines[-1] if lines else "no error message"
+    reason = last_line(stderr) or "no error message"
     return f"{ws.rel(module.notebook)}{where}: importing the exported {dotted} fails: {reason}"
 
 

@@ -10,14 +10,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tito.course import Module, TitoError, Workspace, tool_env
+from tito.course import ANSI, Module, TitoError, Workspace, last_line, one_line, tool_env
 from tito.notebooks import cell_at, cell_index, grade_id, is_exercise, is_graded, parse_notebook, source_notebook
 
 NOT_DONE = "NotImplementedError"
 TRACEBACK_FRAME = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)  # a frame of a pytest traceback
 KERNEL_CELL = re.compile(r"Cell In\[(\d+)\], line \d+")  # IPython's traceback frames
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-REASON_WIDTH = 160
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,8 @@ class Checks:
 
     @property
     def passed(self) -> bool:
-        return not self.missing and bool(self.outcomes) and all(o.status in ("passed", "skipped") for o in self.outcomes)
+        ok = ("passed", "skipped")
+        return not self.missing and bool(self.outcomes) and all(o.status in ok for o in self.outcomes)
 
     def counts(self) -> dict[str, int]:
         return {status: self.count(status) for status in ("passed", "failed", "error", "skipped")}
@@ -48,17 +47,6 @@ class Checks:
 def not_done(gid: str | None) -> str:
     "How tito reports an exercise that still raises NotImplementedError."
     return f"exercise `{gid}` not done yet" if gid else "an exercise it uses is not done yet (NotImplementedError)"
-
-
-def one_line(text: str) -> str:
-    "The first non-empty line of `text`, shortened to fit a table cell."
-    line = next((s.strip() for s in ANSI.sub("", text or "").splitlines() if s.strip()), "")
-    return line if len(line) <= REASON_WIDTH else line[:REASON_WIDTH - 1] + "…"
-
-
-def last_line(text: str) -> str:
-    "The last non-empty line of `text` (where tools put their final error), shortened."
-    return one_line("\n".join(reversed((text or "").splitlines())))
 
 
 # --- the module's pytest suite -----------------------------------------------------------------------
@@ -143,8 +131,8 @@ def run_notebook_checks(ws: Workspace, module: Module) -> Checks:
             client.execute(env=tool_env(ws.root), stderr=kernel_log)
         except Exception as e:  # a dead kernel or one that does not start; failing cells are not exceptions here
             kernel_log.seek(0)
-            raise TitoError(f"{ws.rel(module.notebook)} could not be run: {type(e).__name__}: {one_line(str(e))} "
-                            f"{last_line(kernel_log.read())}".rstrip()) from None
+            raise TitoError(f"{ws.rel(module.notebook)} could not be run: {type(e).__name__}: "
+                            f"{one_line(str(e))} {last_line(kernel_log.read())}".rstrip()) from None
     exercises = {c.execution_count: grade_id(c) for c in run.cells if c.cell_type == "code" and is_exercise(c)}
     return Checks([_cell_outcome(cell, exercises, ws.cell_timeout) for cell in run.cells
                    if cell.cell_type == "code" and is_graded(cell)])

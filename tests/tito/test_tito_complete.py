@@ -1,0 +1,104 @@
+"""`tito module test` and `tito module complete`: real results, failures by name, progress on disk."""
+import json
+import re
+
+from tito_helpers import assert_one_line_error, cells, edit_notebook, notebook_path, run_tito, tree_digest
+
+MUL = "out = a.data * b.data"
+
+
+def graded_cells(root) -> list[str]:
+    return [c["metadata"]["nbgrader"]["grade_id"] for c in cells(root)
+            if c["metadata"].get("nbgrader", {}).get("grade")]
+
+
+def progress(root) -> dict:
+    return json.loads((root / ".tito" / "progress.json").read_text())["modules"]
+
+
+def line_with(output: str, name: str) -> str:
+    found = [line for line in output.splitlines() if name in line]
+    assert found, f"{name} is not in:\n{output}"
+    return found[0]
+
+
+def test_complete_01_passes_and_records_progress(course):
+    result = run_tito(course, "module", "complete", "01")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "module 01 complete" in result.stdout
+    assert "pytest tests/01_tensor/: 2 passed, 1 skipped" in result.stdout
+    assert f"{len(graded_cells(course))} passed" in line_with(result.stdout, "graded cells of")
+    assert "probe: a skipped test is reported with its reason" in result.stdout
+    entry = progress(course)["01"]
+    assert entry["passed"] is True and entry["completed_at"] == entry["last_run"]
+    assert entry["tests"]["passed"] == 2 and entry["tests"]["skipped"] == 1 and entry["tests"]["failed"] == 0
+    assert entry["notebook_checks"]["passed"] == len(graded_cells(course))
+
+    status = run_tito(course, "module", "status")
+    assert re.search(r"passed \d{4}-\d\d-\d\d", line_with(status.stdout, "Tensor")), status.stdout
+
+
+def test_a_wrong_formula_fails_by_name(course):
+    edit_notebook(course, MUL, "out = a.data + b.data")
+    tested = run_tito(course, "module", "test", "01")
+    assert tested.returncode == 1
+    assert "failed" in line_with(tested.stdout, "test-arithmetic"), "the notebook's own check catches it"
+    assert "2 passed" in tested.stdout, "the package is not re-exported by `test`, so pytest still passes"
+
+    completed = run_tito(course, "module", "complete", "01")
+    assert completed.returncode == 1
+    assert "failed" in line_with(completed.stdout, "test_mul_values")
+    assert "assert" in line_with(completed.stdout, "test_mul_values"), "the reason is the assertion, on one line"
+    assert "failed" in line_with(completed.stdout, "test-arithmetic")
+    assert "passed" in line_with(completed.stdout, "test-constructor")
+    assert "module 01 is not complete yet" in completed.stdout
+    assert "Traceback" not in completed.stdout + completed.stderr
+    assert progress(course)["01"]["passed"] is False and progress(course)["01"]["tests"]["failed"] == 1
+
+
+def test_an_unfinished_exercise_is_named_not_traced(course):
+    edit_notebook(course, MUL, "raise NotImplementedError()")
+    result = run_tito(course, "module", "complete", "01")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert output.splitlines()[1] == "exercise `arithmetic` not done yet", "listed before anything runs"
+    assert "exercise `arithmetic` not done yet" in line_with(result.stdout, "test_mul_values")
+    assert "exercise `arithmetic` not done yet" in line_with(result.stdout, "test-arithmetic")
+    assert "Traceback" not in output and "NotImplementedError" not in output
+    assert progress(course)["01"]["pending_exercises"] == ["arithmetic"]
+
+
+def test_a_module_without_tests_is_not_a_pass(course):
+    for test_file in (course / "tests" / "01_tensor").iterdir():
+        test_file.unlink()
+    (course / "tests" / "01_tensor").rmdir()
+    result = run_tito(course, "module", "test", "01")
+    assert result.returncode == 1
+    assert "has no test suite (tests/01_tensor/ does not exist)" in result.stdout
+
+
+def _add_probe_module(root):
+    "Module 09, a valid notebook after every real module."
+    folder = root / "modules" / "09_probe"
+    folder.mkdir()
+    nb = json.loads(notebook_path(root).read_text())
+    nb["cells"] = [{"cell_type": "markdown", "id": "title", "metadata": {}, "source": "# Module 09: Probe"},
+                   {"cell_type": "code", "id": "exp", "metadata": {}, "execution_count": None, "outputs": [],
+                    "source": "#| default_exp core.probe"}]
+    (folder / "09_probe.ipynb").write_text(json.dumps(nb))
+
+
+def test_complete_refuses_to_skip_earlier_modules(course):
+    _add_probe_module(course)
+    before = tree_digest(course / "tinytorch")
+    assert_one_line_error(run_tito(course, "module", "complete", "09"), "complete module(s) 01", "first")
+    assert tree_digest(course / "tinytorch") == before
+
+
+def test_complete_all_stops_at_the_first_failure(course):
+    _add_probe_module(course)
+    edit_notebook(course, MUL, "out = a.data + b.data")
+    result = run_tito(course, "module", "complete", "--all")
+    assert result.returncode == 1
+    assert re.search(r"stopped at module 01; not run: .*09", result.stdout), result.stdout
+    assert list(progress(course)) == ["01"]
