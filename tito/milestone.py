@@ -1,0 +1,322 @@
+"""`tito milestone run gpt`: the capstone. Train a small GPT, built only from the student's own `tinytorch`,
+on a text file; show a progress bar, evaluate now and then, checkpoint, plot the loss and print a sample.
+
+    tito milestone run gpt                                  # Python's standard-library sources, nanoGPT's CPU size
+    tito milestone run gpt --text input.txt --steps 5000 --out runs/shakespeare
+    tito milestone run gpt --resume                         # continue the run in --out from its checkpoint
+
+Ctrl-C finishes the current step, writes a checkpoint and stops; `--resume` continues from it with the same step
+count, optimizer state and random-number state, so an interrupted run ends exactly where an uninterrupted one would.
+The library is imported inside the command, so `tito` itself starts even before module 06 is complete.
+"""
+from __future__ import annotations
+
+import json
+import math
+import signal
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+from rich.console import Console
+
+milestone_app = typer.Typer(help="Milestones: end-to-end runs of the library you built.", no_args_is_help=True,
+                            add_completion=False, pretty_exceptions_show_locals=False)
+console = Console(highlight=False)
+MILESTONES = ("gpt",)
+CHECKPOINT, LOSS_PLOT, SAMPLE = "ckpt.npz", "loss.png", "sample.txt"
+
+
+class MilestoneError(Exception):
+    "A problem the milestone reports as one line before exiting non-zero."
+
+
+@dataclass
+class RunConfig:
+    "Everything that defines a run; saved in the checkpoint so `--resume` continues the same run."
+    text: Optional[str] = None  # None: Python's standard-library sources
+    max_chars: Optional[int] = None
+    steps: int = 2000
+    batch_size: int = 12
+    block_size: int = 64
+    embed_dim: int = 128
+    num_layers: int = 4
+    num_heads: int = 4
+    dropout: float = 0.0
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    eval_interval: int = 250
+    eval_iters: int = 20
+    sample_tokens: int = 500
+    temperature: float = 0.8
+    top_k: Optional[int] = None
+    seed: int = 0
+
+
+# --- the pieces of a run -----------------------------------------------------------------------------------------
+def _library():
+    "The student's library, imported on first use (a clear error if module 06 is not exported yet)."
+    try:
+        from tinytorch.core import layers, losses, optim, transformer
+    except ImportError as e:
+        raise MilestoneError(f"the GPT milestone needs modules 03-06 exported into tinytorch ({e}); "
+                             "complete them first (tito module complete NN)") from None
+    return transformer, losses, optim, layers
+
+
+def prepare_data(cfg: RunConfig, chars: Optional[list] = None):
+    "(tokenizer, train ids, validation ids): the first 90% of the text trains, the last 10% validates."
+    transformer = _library()[0]
+    if cfg.text is not None and not Path(cfg.text).is_file():
+        raise MilestoneError(f"--text {cfg.text}: no such file")
+    text = transformer.load_text(cfg.text, cfg.max_chars)
+    tokenizer = transformer.CharTokenizer(text if chars is None else "".join(chars))
+    try:
+        ids = np.array(tokenizer.encode(text), dtype=np.int64)
+    except ValueError as e:
+        raise MilestoneError(f"the text changed since the checkpoint was written: {e}") from None
+    split = int(0.9 * len(ids))
+    if min(split, len(ids) - split) <= cfg.block_size:
+        raise MilestoneError(f"the text has {len(ids)} characters: too short for --block-size {cfg.block_size} "
+                             "(each split needs more than one block)")
+    return tokenizer, ids[:split], ids[split:]
+
+
+def build_model(cfg: RunConfig, vocab_size: int):
+    "The GPT and its AdamW optimizer."
+    transformer, _, optim, layers = _library()
+    layers.manual_seed(cfg.seed)  # the generator that layer construction and dropout draw from
+    model = transformer.GPT(vocab_size, cfg.embed_dim, cfg.num_layers, cfg.num_heads, cfg.block_size,
+                            dropout=cfg.dropout, seed=cfg.seed)
+    optimizer = optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return model, optimizer
+
+
+def learning_rate(cfg: RunConfig, step: int) -> float:
+    "Linear warmup to `lr`, then cosine decay to `min_lr` at the last step (module 04's schedule)."
+    return _library()[2].lr_at(step, cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr)
+
+
+def train_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
+    "One step: forward, loss, backward, clip, AdamW update. Returns the loss."
+    _, losses, optim, _ = _library()
+    loss = losses.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    if grad_clip:
+        optim.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.lr = lr
+    optimizer.step()
+    return loss.item()
+
+
+def save_run(path: Path, model, optimizer, step: int, cfg: RunConfig, tokenizer, rng, history: dict):
+    "Write the checkpoint atomically (the library writes a temporary file, then renames it)."
+    transformer, _, _, layers = _library()
+    transformer.save_checkpoint(path, model, optimizer, step=step, config=asdict(cfg), chars=tokenizer.chars,
+                                rng_state=rng.bit_generator.state, dropout_rng_state=layers.get_rng().bit_generator.state,
+                                history=history)
+
+
+def plot_losses(history: dict, path: Path, title: str):
+    "Training loss (each step, and smoothed) and validation loss against the step, as a PNG."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    steps, train = np.array(history["step"]), np.array(history["loss"])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if len(train):
+        ax.plot(steps, train, color="tab:blue", alpha=0.25, lw=0.8, label="train (each step)")
+        window = max(1, min(50, len(train) // 10))
+        smooth = np.convolve(train, np.ones(window) / window, mode="valid")
+        ax.plot(steps[window - 1:], smooth, color="tab:blue", label=f"train (mean of {window})")
+    if history["eval_step"]:
+        ax.plot(history["eval_step"], history["val_loss"], "o-", color="tab:orange", label="validation")
+    ax.set(xlabel="step", ylabel="cross-entropy (nats per character)", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+class StopRequest:
+    "SIGINT handler: the first Ctrl-C asks the loop to stop after the current step; a second one stops at once."
+
+    def __init__(self):
+        self.requested = False
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGINT, self.previous)
+
+
+def _progress():
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    return Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"),
+                    TimeRemainingColumn(), console=console, transient=False)
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[int] = None,
+            given: frozenset = frozenset()) -> int:
+    "Train (or resume), checkpoint, plot and sample. Returns the process exit code (130 after Ctrl-C)."
+    transformer = _library()[0]
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / CHECKPOINT
+    if resume:
+        if not ckpt.is_file():
+            raise MilestoneError(f"--resume: no checkpoint at {ckpt}; start a run without --resume first")
+        meta = transformer.load_checkpoint(ckpt)
+        saved = RunConfig(**meta["config"])
+        ignored = sorted(name for name in given if getattr(saved, name) != getattr(cfg, name))
+        if ignored:
+            console.print(f"[yellow]--resume continues the saved run; ignoring {', '.join('--' + n.replace('_', '-') for n in ignored)}")
+        cfg = saved
+        tokenizer, train_ids, val_ids = prepare_data(cfg, meta["chars"])
+        model, optimizer = build_model(cfg, tokenizer.vocab_size)
+        meta = transformer.load_checkpoint(ckpt, model, optimizer)
+        step, history = meta["step"], meta["history"]
+        rng = np.random.default_rng()
+        rng.bit_generator.state = meta["rng_state"]
+        _library()[3].get_rng().bit_generator.state = meta["dropout_rng_state"]
+        console.print(f"resuming from {ckpt} at step {step} of {cfg.steps}")
+    else:
+        tokenizer, train_ids, val_ids = prepare_data(cfg)
+        model, optimizer = build_model(cfg, tokenizer.vocab_size)
+        step, history = 0, {"step": [], "loss": [], "eval_step": [], "train_loss": [], "val_loss": []}
+        rng = np.random.default_rng(cfg.seed)
+    console.print(f"GPT: {model.num_parameters():,} parameters, {cfg.num_layers} layers x {cfg.num_heads} heads x "
+                  f"{cfg.embed_dim} wide, context {cfg.block_size}, vocabulary {tokenizer.vocab_size}; "
+                  f"{len(train_ids):,} training / {len(val_ids):,} validation characters")
+
+    def evaluate_and_save():
+        losses = transformer.estimate_loss(model, {"train": train_ids, "val": val_ids}, cfg.batch_size,
+                                           cfg.block_size, iters=cfg.eval_iters, seed=cfg.seed + 1)
+        history["eval_step"].append(step)
+        history["train_loss"].append(losses["train"])
+        history["val_loss"].append(losses["val"])
+        save_run(ckpt, model, optimizer, step, cfg, tokenizer, rng, history)
+        console.print(f"step {step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
+
+    saved_step = step
+    last = stop_at if stop_at is not None else cfg.steps
+    tokens_per_step, tps = cfg.batch_size * cfg.block_size, 0.0
+    with StopRequest() as stop, _progress() as progress:
+        task = progress.add_task("train", total=cfg.steps, completed=step, loss=float("nan"), tps=0.0)
+        while step < min(last, cfg.steps) and not stop.requested:
+            started = time.perf_counter()
+            x, y = transformer.get_batch(train_ids, cfg.batch_size, cfg.block_size, rng)
+            loss = train_step(model, optimizer, x, y, learning_rate(cfg, step), cfg.grad_clip)
+            if not math.isfinite(loss):
+                raise MilestoneError(f"the loss became {loss} at step {step}; try a smaller --lr")
+            step += 1
+            history["step"].append(step)
+            history["loss"].append(loss)
+            elapsed = time.perf_counter() - started
+            tps = tokens_per_step / elapsed if tps == 0 else 0.9 * tps + 0.1 * tokens_per_step / elapsed
+            progress.update(task, completed=step, loss=loss, tps=tps)
+            if step % cfg.eval_interval == 0 or step == cfg.steps:
+                evaluate_and_save()
+                saved_step = step
+
+    if step != saved_step:
+        evaluate_and_save()
+    plot_losses(history, out / LOSS_PLOT, f"GPT on {Path(cfg.text).name if cfg.text else 'Python stdlib sources'}")
+    if step < cfg.steps:
+        why = "interrupted" if stop.requested else f"stopped at --stop-at {stop_at}"
+        console.print(f"[yellow]{why} at step {step} of {cfg.steps}: checkpoint {ckpt} kept; "
+                      f"continue with --resume --out {out}")
+        return 130 if stop.requested else 0
+
+    prompt = tokenizer.encode("\n") if "\n" in tokenizer.stoi else [0]
+    ids = model.generate(np.array([prompt]), cfg.sample_tokens, temperature=cfg.temperature, top_k=cfg.top_k,
+                         seed=cfg.seed)
+    sample = tokenizer.decode(ids[0])
+    (out / SAMPLE).write_text(sample, encoding="utf-8")
+    console.print(f"[bold]done:[/bold] validation loss {history['val_loss'][-1]:.4f} after {step} steps; "
+                  f"checkpoint {ckpt}, loss curve {out / LOSS_PLOT}, sample {out / SAMPLE}")
+    console.rule("sample")
+    console.print(sample, markup=False, highlight=False)
+    return 0
+
+
+_DEFAULTS = RunConfig()
+
+
+@milestone_app.callback()
+def _milestones():
+    "Milestones: end-to-end runs of the library you built."
+
+
+@milestone_app.command("list")
+def list_milestones():
+    "The milestones there are."
+    console.print("gpt  train a small GPT on a text file (the module 06 capstone): tito milestone run gpt --help")
+
+
+@milestone_app.command("run")
+def run(
+    name: str = typer.Argument(..., help=f"Which milestone: {', '.join(MILESTONES)}."),
+    text: Optional[Path] = typer.Option(None, "--text", help="A UTF-8 text file to train on (default: Python's "
+                                        "standard-library sources)."),
+    max_chars: Optional[int] = typer.Option(None, help="Use only the first MAX_CHARS characters of the text."),
+    steps: int = typer.Option(_DEFAULTS.steps, help="Training steps (the learning-rate schedule spans them)."),
+    batch_size: int = typer.Option(_DEFAULTS.batch_size, help="Sequences per step."),
+    block_size: int = typer.Option(_DEFAULTS.block_size, help="Context length (the model's max_seq_len)."),
+    embed_dim: int = typer.Option(_DEFAULTS.embed_dim, help="Width of the residual stream."),
+    num_layers: int = typer.Option(_DEFAULTS.num_layers, help="Transformer blocks."),
+    num_heads: int = typer.Option(_DEFAULTS.num_heads, help="Attention heads per block."),
+    dropout: float = typer.Option(_DEFAULTS.dropout, help="Dropout probability."),
+    lr: float = typer.Option(_DEFAULTS.lr, help="Peak learning rate (AdamW, warmup then cosine decay)."),
+    warmup: int = typer.Option(_DEFAULTS.warmup, help="Warmup steps."),
+    weight_decay: float = typer.Option(_DEFAULTS.weight_decay, help="AdamW weight decay."),
+    eval_interval: int = typer.Option(_DEFAULTS.eval_interval, help="Evaluate and checkpoint every N steps."),
+    eval_iters: int = typer.Option(_DEFAULTS.eval_iters, help="Batches per evaluation."),
+    sample_tokens: int = typer.Option(_DEFAULTS.sample_tokens, help="Characters to generate at the end."),
+    temperature: float = typer.Option(_DEFAULTS.temperature, help="Sampling temperature."),
+    top_k: Optional[int] = typer.Option(None, help="Sample only among the K most likely characters."),
+    seed: int = typer.Option(_DEFAULTS.seed, help="Seed for the weights, the batches and the sample."),
+    out: Path = typer.Option(Path("runs/gpt"), help="Folder for the checkpoint, loss curve and sample."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
+    stop_at: Optional[int] = typer.Option(None, help="Stop (with a checkpoint) after this step; --resume continues."),
+):
+    "Train a GPT with your tinytorch: progress bar, validation loss, checkpoint, loss curve and a sample."
+    if name not in MILESTONES:
+        _fail(f"unknown milestone {name!r}; available: {', '.join(MILESTONES)}")
+    options = dict(text=None if text is None else str(text), max_chars=max_chars, steps=steps,
+                   batch_size=batch_size, block_size=block_size, embed_dim=embed_dim, num_layers=num_layers,
+                   num_heads=num_heads, dropout=dropout, lr=lr, warmup=warmup, weight_decay=weight_decay,
+                   eval_interval=eval_interval, eval_iters=eval_iters, sample_tokens=sample_tokens,
+                   temperature=temperature, top_k=top_k, seed=seed)
+    cfg = RunConfig(**options)
+    given = frozenset(k for k, v in options.items() if v != getattr(_DEFAULTS, k))
+    try:
+        code = run_gpt(cfg, out, resume=resume, stop_at=stop_at, given=given)
+    except MilestoneError as e:
+        _fail(str(e))
+    raise typer.Exit(code)
+
+
+def _fail(message: str):
+    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {message}")
+    raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    milestone_app()
