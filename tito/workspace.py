@@ -1,0 +1,226 @@
+"""Course repositories and student workspaces.
+
+A *course repository* holds the notebooks with their solutions (the instructor's checkout). A *student
+workspace* is made from it by `tito student init DIR`: the nbgrader release notebooks in `modules/` (and a
+pristine copy in `release/`), the module test suites, tito, and a `tinytorch` package that holds only what
+the student has exported so far. Its `settings.ini` says `[workspace] kind = student`.
+
+`tito module reset NN` (student workspaces only) saves the student's notebook to a timestamped backup in
+`[workspace] backup_dir`, then restores the release notebook.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from tito.course import SETTINGS_FILE, Module, TitoError, Workspace
+
+STUDENT = "student"
+# Test folders that only make sense next to the solutions; a student workspace does not get them.
+INSTRUCTOR_ONLY_TESTS = ("nbgrader", "integration", "tito")
+# Copied into a student workspace when the course repository has them (README.md: pyproject's `readme`).
+OPTIONAL_FILES = ("README.md", "LICENSE", ".gitignore", "docs/GRADING.md")
+OPTIONAL_DIRS = ("data",)
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")
+
+
+# --- where things are ------------------------------------------------------------------------------
+def is_student_workspace(ws: Workspace) -> bool:
+    "True when `ws` was made by `tito student init` (settings.ini: [workspace] kind = student)."
+    return ws.settings.get("workspace", "kind", fallback="course").strip() == STUDENT
+
+
+def setting_path(ws: Workspace, section: str, key: str, default: str) -> Path:
+    "A folder or file named in settings.ini, under the workspace root."
+    return ws.root / ws.settings.get(section, key, fallback=default)
+
+
+def release_dir(ws: Workspace) -> Path:
+    return setting_path(ws, "nbgrader", "release_dir", "release")
+
+
+def released(ws: Workspace, module: Module) -> Module:
+    "The release (student) version of `module`: `release/NN_topic/NN_topic.ipynb`."
+    return Module(module.number, module.name, release_dir(ws) / module.name)
+
+
+# --- student workspace ------------------------------------------------------------------------------
+def _copy_tests(src: Path, dst: Path):
+    "The module test suites and shared test files, without the instructor-only folders."
+    dst.mkdir(parents=True, exist_ok=True)
+    for item in sorted(src.iterdir()):
+        if item.name in INSTRUCTOR_ONLY_TESTS or _IGNORE(str(src), [item.name]):
+            continue
+        if item.is_dir():
+            shutil.copytree(item, dst / item.name, ignore=_IGNORE)
+        else:
+            shutil.copy2(item, dst / item.name)
+
+
+def mark_student_settings(text: str) -> str:
+    "settings.ini text with `kind = student` in its [workspace] section (added or replaced), comments kept."
+    out, section, done = [], None, False
+    line_kind = "# Made by `tito student init`: a student workspace (instructor commands are refused here).\nkind = student\n"
+    for line in text.splitlines(keepends=True):
+        header = re.match(r"^\s*\[([^\]]+)\]", line)
+        if header:
+            section = header.group(1).strip()
+        elif section == "workspace" and re.match(r"^\s*kind\s*[=:]", line):
+            continue  # replaced below
+        out.append(line if line.endswith("\n") else line + "\n")
+        if header and section == "workspace" and not done:
+            out.append(line_kind)
+            done = True
+    if not done:
+        out.append("\n[workspace]\n" + line_kind)
+    return "".join(out)
+
+
+def _copy_package_skeleton(lib: Path, dest_lib: Path):
+    """The package as a student starts it: the hand-written `__init__.py` of the package and of `core/`, no
+    exported module (nbdev writes those, and `_modidx.py`, when the student exports)."""
+    for rel in (Path("__init__.py"), Path("core") / "__init__.py"):
+        target = dest_lib / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (lib / rel).is_file():
+            shutil.copy2(lib / rel, target)
+        else:
+            target.write_text("", encoding="utf-8")
+
+
+def _fill_workspace(ws: Workspace, dest: Path, modules: list[Module]):
+    "Copy what a student workspace holds from the course repository `ws` into the empty folder `dest`."
+    shutil.copy2(ws.root / "pyproject.toml", dest / "pyproject.toml")
+    settings = (ws.root / SETTINGS_FILE).read_text(encoding="utf-8")
+    (dest / SETTINGS_FILE).write_text(mark_student_settings(settings), encoding="utf-8")
+    for name in OPTIONAL_FILES:
+        if (ws.root / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ws.root / name, dest / name)
+    if (dest / ".gitignore").is_file():  # here release/ is the pristine copy `tito module reset` needs: keep it
+        release = ws.rel(release_dir(ws)).strip("/")
+        lines = (dest / ".gitignore").read_text(encoding="utf-8").splitlines(keepends=True)
+        (dest / ".gitignore").write_text("".join(x for x in lines if x.strip().strip("/") != release), encoding="utf-8")
+    for name in ("tito", "tools", *OPTIONAL_DIRS):
+        if (ws.root / name).is_dir():
+            shutil.copytree(ws.root / name, dest / name, ignore=_IGNORE)
+    if ws.tests_dir.is_dir():
+        _copy_tests(ws.tests_dir, dest / ws.rel(ws.tests_dir))
+    _copy_package_skeleton(ws.lib_dir, dest / ws.rel(ws.lib_dir))
+    for module in modules:
+        for folder in (ws.modules_dir, release_dir(ws)):  # the student's copy, and a pristine one for reset
+            shutil.copytree(released(ws, module).folder, dest / ws.rel(folder) / module.name, ignore=_IGNORE)
+
+
+def init_student_workspace(ws: Workspace, dest: Path, *, generate=None) -> list[Module]:
+    """Make a student workspace at `dest` from the course repository `ws`; the released modules.
+
+    Modules whose release notebook is missing or older than the source notebook are generated first, with
+    `generate(ws, modules)` (default: `tito.grading.generate`, i.e. nbgrader)."""
+    dest = Path(dest).expanduser().resolve()
+    if is_student_workspace(ws):
+        raise TitoError(f"{ws.root} is a student workspace; run `tito student init` in the course repository")
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise TitoError(f"{dest} already exists and is not empty; choose a new folder")
+    modules = ws.modules()
+    if not modules:
+        raise TitoError(f"no modules in {ws.rel(ws.modules_dir)}/")
+    stale = [m for m in modules if not released(ws, m).notebook.is_file()
+             or released(ws, m).notebook.stat().st_mtime < m.notebook.stat().st_mtime]
+    if stale:
+        if generate is None:
+            from tito.grading import generate
+        generate(ws, stale)
+
+    # Build it beside `dest` and rename at the end, so a failure leaves no half-made workspace.
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tito-partial", dir=dest.parent))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        build.chmod(0o777 & ~umask)  # mkdtemp makes it private; a workspace is an ordinary folder
+        _fill_workspace(ws, build, modules)
+        if dest.exists():
+            dest.rmdir()  # empty, checked above
+        os.replace(build, dest)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return [released(ws, m) for m in modules]
+
+
+# --- reset ------------------------------------------------------------------------------------------
+def backup_path(ws: Workspace, module: Module, now: Optional[_dt.datetime] = None) -> Path:
+    "A new, unused backup file: `<[workspace] backup_dir>/<NN_topic>-YYYYmmdd-HHMMSS.ipynb`."
+    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    folder = setting_path(ws, "workspace", "backup_dir", ".tito/backups")
+    path, n = folder / f"{module.name}-{stamp}.ipynb", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{module.name}-{stamp}-{n}.ipynb"
+    return path
+
+
+def reset_module(ws: Workspace, module: Module, now: Optional[_dt.datetime] = None) -> Optional[Path]:
+    """Put the release notebook of `module` back in a student workspace; the backup made, or None.
+
+    The student's notebook is first copied to a new backup file, and the copy is checked, unless it is missing
+    or already identical to the release. Files the release has beside the notebook are restored if missing."""
+    if not is_student_workspace(ws):
+        raise TitoError("`tito module reset` is for student workspaces (made by `tito student init DIR`); "
+                        "here it would overwrite a notebook that holds the solutions")
+    release = released(ws, module)
+    if not release.notebook.is_file():
+        raise TitoError(f"the release copy {ws.rel(release.notebook)} is missing, so there is nothing to reset to")
+    pristine = release.notebook.read_bytes()
+    backup = None
+    if module.notebook.exists():
+        current = module.notebook.read_bytes()
+        if current != pristine:
+            backup = backup_path(ws, module, now)
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(module.notebook, backup)
+            if backup.read_bytes() != current:
+                raise TitoError(f"could not back up {ws.rel(module.notebook)} to {ws.rel(backup)}; nothing was reset")
+    module.folder.mkdir(parents=True, exist_ok=True)
+    if backup is not None or not module.notebook.exists():
+        partial = module.notebook.with_name(f".{module.notebook.name}.tito-partial")
+        partial.write_bytes(pristine)
+        os.replace(partial, module.notebook)
+    for extra in sorted(release.folder.rglob("*")):
+        target = module.folder / extra.relative_to(release.folder)
+        if extra.is_file() and extra != release.notebook and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(extra, target)
+    return backup
+
+
+# --- commands ---------------------------------------------------------------------------------------
+student_app = typer.Typer(help="Student workspaces: make one from the course's nbgrader release.",
+                          no_args_is_help=True)
+
+
+@student_app.command("init")
+def student_init(directory: Path = typer.Argument(..., help="New folder for the student workspace.")):
+    "Make a student workspace: the release notebooks, the module tests, tito, and an empty tinytorch package."
+    modules = init_student_workspace(Workspace.find(), directory)
+    typer.echo(f"student workspace ready in {directory}: {', '.join(m.name for m in modules)}")
+    typer.echo(f'next: cd {directory} && python -m venv .venv && .venv/bin/pip install -e ".[dev]"')
+
+
+def module_reset(module: str = typer.Argument(..., help="Module number or name, e.g. 01.")):
+    "Restore a module's release notebook, after saving yours to a timestamped backup (student workspaces)."
+    ws = Workspace.find()
+    chosen = ws.module(module)
+    backup = reset_module(ws, chosen)
+    if backup is None:
+        typer.echo(f"{ws.rel(chosen.notebook)} is the release version; nothing to back up")
+    else:
+        typer.echo(f"saved your notebook to {ws.rel(backup)}")
+        typer.echo(f"restored {ws.rel(chosen.notebook)} from the release (reopen it in JupyterLab)")
