@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -169,6 +170,11 @@ def _exported(ws: Workspace, module: Module) -> Text:
     return Text("yes", style="green") if exported else Text("no", style="yellow")
 
 
+def _when(stamp: str) -> str:
+    "A progress-file timestamp as local date and minute."
+    return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def _last_result(entry: Optional[dict]) -> Text:
     "What the progress file says about the last `tito module complete`."
     if not entry:
@@ -176,9 +182,9 @@ def _last_result(entry: Optional[dict]) -> Text:
     tests, checks = entry.get("tests", {}), entry.get("notebook_checks", {})
     counts = f"{tests.get('passed', 0)} tests, {checks.get('passed', 0)} checks passed"
     if entry.get("passed"):
-        return Text(f"passed {entry['last_run']} ({counts})", style="green")
-    since = f"; last passed {entry['completed_at']}" if entry.get("completed_at") else ""
-    return Text(f"failed {entry['last_run']} ({counts}){since}", style="red")
+        return Text(f"passed {_when(entry['last_run'])} ({counts})", style="green")
+    since = f"; last passed {_when(entry['completed_at'])}" if entry.get("completed_at") else ""
+    return Text(f"failed {_when(entry['last_run'])} ({counts}){since}", style="red")
 
 
 @module_app.command("status")

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 
 from tito.course import TitoError, Workspace, tool_env

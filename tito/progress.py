@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 
 from tito.course import Module, TitoError, Workspace
 from tito.testing import Checks
@@ -39,7 +39,8 @@ def incomplete_before(ws: Workspace, module: Module) -> list[Module]:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
+    "Local time with its UTC offset, to the second."
+    return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 def record(ws: Workspace, module: Module, pending: list[str], tests: Checks, checks: Checks) -> dict:

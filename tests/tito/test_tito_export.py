@@ -1,5 +1,6 @@
 """`tito module export`: the same files as nbdev-export, and nothing changes when anything fails."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tito_helpers import REPO, assert_one_line_error, edit_notebook, notebook_path, run_tito, tree_digest
+from tito_helpers import REPO, assert_one_line_error, cells, edit_notebook, notebook_path, run_tito, tree_digest
 
 DOCSTRING = '"a * b, elementwise, with broadcasting."'
 
@@ -36,6 +37,18 @@ def test_export_of_a_changed_notebook_matches_nbdev_export(course, tmp_path):
     assert "changed by the tito tests" in (course / "tinytorch" / "core" / "tensor.py").read_text()
     assert tree_digest(course / "tinytorch") == tree_digest(other / "tinytorch")
     assert (course / "modules" / "llms.txt").exists() == (other / "modules" / "llms.txt").exists()
+
+
+def test_export_of_one_module_leaves_the_other_notebooks_alone(course):
+    other = sorted(p.name for p in (course / "modules").iterdir() if p.is_dir() and p.name[:2].isdigit())[1:2]
+    if not other:
+        pytest.skip("the course has a single module")
+    source = "".join(cells(course, other[0])[1]["source"])
+    target = re.search(r"#\| default_exp (\S+)", source).group(1)
+    edit_notebook(course, f"#| default_exp {target}", f"#| default_exp {target}_elsewhere", name=other[0])
+    result = run_tito(course, "module", "export", "01")
+    assert result.returncode == 0, result.stderr
+    assert not list((course / "tinytorch").rglob("*_elsewhere.py")), f"{other[0]} was exported too"
 
 
 def test_export_all(course):
