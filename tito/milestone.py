@@ -92,9 +92,12 @@ def build_model(cfg: RunConfig, vocab_size: int):
     "The GPT and its AdamW optimizer."
     transformer, _, optim, layers = _library()
     layers.manual_seed(cfg.seed)  # the generator that layer construction and dropout draw from
-    model = transformer.GPT(vocab_size, cfg.embed_dim, cfg.num_layers, cfg.num_heads, cfg.block_size,
-                            dropout=cfg.dropout, seed=cfg.seed)
-    optimizer = optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    try:
+        model = transformer.GPT(vocab_size, cfg.embed_dim, cfg.num_layers, cfg.num_heads, cfg.block_size,
+                                dropout=cfg.dropout, seed=cfg.seed)
+        optimizer = optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    except ValueError as e:  # an impossible configuration, e.g. a width the heads do not divide
+        raise MilestoneError(str(e)) from None
     return model, optimizer
 
 
@@ -276,25 +279,25 @@ def run(
     text: Optional[Path] = typer.Option(None, "--text", help="A UTF-8 text file to train on (default: Python's "
                                         "standard-library sources)."),
     max_chars: Optional[int] = typer.Option(None, help="Use only the first MAX_CHARS characters of the text."),
-    steps: int = typer.Option(_DEFAULTS.steps, help="Training steps (the learning-rate schedule spans them)."),
-    batch_size: int = typer.Option(_DEFAULTS.batch_size, help="Sequences per step."),
-    block_size: int = typer.Option(_DEFAULTS.block_size, help="Context length (the model's max_seq_len)."),
-    embed_dim: int = typer.Option(_DEFAULTS.embed_dim, help="Width of the residual stream."),
-    num_layers: int = typer.Option(_DEFAULTS.num_layers, help="Transformer blocks."),
-    num_heads: int = typer.Option(_DEFAULTS.num_heads, help="Attention heads per block."),
-    dropout: float = typer.Option(_DEFAULTS.dropout, help="Dropout probability."),
+    steps: int = typer.Option(_DEFAULTS.steps, min=1, help="Training steps (the learning-rate schedule spans them)."),
+    batch_size: int = typer.Option(_DEFAULTS.batch_size, min=1, help="Sequences per step."),
+    block_size: int = typer.Option(_DEFAULTS.block_size, min=1, help="Context length (the model's max_seq_len)."),
+    embed_dim: int = typer.Option(_DEFAULTS.embed_dim, min=1, help="Width of the residual stream."),
+    num_layers: int = typer.Option(_DEFAULTS.num_layers, min=1, help="Transformer blocks."),
+    num_heads: int = typer.Option(_DEFAULTS.num_heads, min=1, help="Attention heads per block."),
+    dropout: float = typer.Option(_DEFAULTS.dropout, min=0.0, max=0.99, help="Dropout probability."),
     lr: float = typer.Option(_DEFAULTS.lr, help="Peak learning rate (AdamW, warmup then cosine decay)."),
-    warmup: int = typer.Option(_DEFAULTS.warmup, help="Warmup steps."),
+    warmup: int = typer.Option(_DEFAULTS.warmup, min=0, help="Warmup steps."),
     weight_decay: float = typer.Option(_DEFAULTS.weight_decay, help="AdamW weight decay."),
-    eval_interval: int = typer.Option(_DEFAULTS.eval_interval, help="Evaluate and checkpoint every N steps."),
-    eval_iters: int = typer.Option(_DEFAULTS.eval_iters, help="Batches per evaluation."),
-    sample_tokens: int = typer.Option(_DEFAULTS.sample_tokens, help="Characters to generate at the end."),
-    temperature: float = typer.Option(_DEFAULTS.temperature, help="Sampling temperature."),
-    top_k: Optional[int] = typer.Option(None, help="Sample only among the K most likely characters."),
+    eval_interval: int = typer.Option(_DEFAULTS.eval_interval, min=1, help="Evaluate and checkpoint every N steps."),
+    eval_iters: int = typer.Option(_DEFAULTS.eval_iters, min=1, help="Batches per evaluation."),
+    sample_tokens: int = typer.Option(_DEFAULTS.sample_tokens, min=0, help="Characters to generate at the end."),
+    temperature: float = typer.Option(_DEFAULTS.temperature, min=0.0, help="Sampling temperature."),
+    top_k: Optional[int] = typer.Option(None, min=1, help="Sample only among the K most likely characters."),
     seed: int = typer.Option(_DEFAULTS.seed, help="Seed for the weights, the batches and the sample."),
     out: Path = typer.Option(Path("runs/gpt"), help="Folder for the checkpoint, loss curve and sample."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
-    stop_at: Optional[int] = typer.Option(None, help="Stop (with a checkpoint) after this step; --resume continues."),
+    stop_at: Optional[int] = typer.Option(None, min=1, help="Stop (with a checkpoint) after this step; --resume continues."),
 ):
     "Train a GPT with your tinytorch: progress bar, validation loss, checkpoint, loss curve and a sample."
     if name not in MILESTONES:

@@ -21,8 +21,8 @@ def test_gpt_learns_to_reverse_sequences():
     model = GPT(vocab_size=DIGITS + 1, embed_dim=32, num_layers=2, num_heads=4, max_seq_len=2 * N, seed=0)
     optimizer = AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
     rng = np.random.default_rng(0)
-    for step in range(300):
-        seq = reversal_batch(rng, 64)
+    for step in range(200):
+        seq = reversal_batch(rng, 32)
         logits = model(seq[:, :-1])
         loss = cross_entropy(logits[:, N:], seq[:, N + 1:])   # only the reversed half is predictable
         optimizer.zero_grad()
