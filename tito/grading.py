@@ -55,6 +55,8 @@ def _logger(verbose: bool) -> logging.Logger:
     if verbose and not stream:
         h = logging.StreamHandler(sys.stderr)
         h._tito_verbose = True
+        # NbGraderAPI always probes the student exchange (/usr/local/share/nbgrader/exchange), which tito never uses
+        h.addFilter(lambda record: f"{os.sep}exchange{os.sep}" not in record.pathname)
         log.addHandler(h)
     elif not verbose:
         for h in stream:
