@@ -1,0 +1,51 @@
+"""Helpers for the nbgrader tests (a unique basename: test folders here have no __init__.py)."""
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from tito.course import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+
+
+def repo_modules() -> list[str]:
+    "The module folders the repository has today (`NN_topic/NN_topic.ipynb`); the tests loop over these."
+    return sorted(d.name for d in (REPO / "modules").iterdir()
+                  if re.match(r"^\d\d_\w+$", d.name) and (d / f"{d.name}.ipynb").is_file())
+
+
+def copy_course(dest: Path, *, full: bool = False) -> Workspace:
+    """A copy of the course at `dest`: what nbgrader needs (settings, pyproject, modules), or with `full`
+    everything a student workspace is made from."""
+    dest.mkdir(parents=True, exist_ok=True)
+    names = ["settings.ini", "pyproject.toml", "modules"]
+    if full:
+        names += ["README.md", "docs", "tinytorch", "tito", "tools", "tests", ".gitignore"]
+    for name in names:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=SKIP)
+        elif src.is_file():
+            shutil.copy2(src, dest / name)
+    return Workspace.find(dest)
+
+
+def cell(nb, grade_id: str):
+    "The cell with nbgrader `grade_id`."
+    found = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    assert len(found) == 1, f"expected one cell {grade_id!r}, found {len(found)}"
+    return found[0]
+
+
+def edited(src: Path, dst: Path, grade_id: str, old: str, new: str) -> Path:
+    "Write `src` to `dst` with `old` replaced by `new` in the cell `grade_id` (which must contain `old`)."
+    nb = nbformat.read(src, as_version=4)
+    c = cell(nb, grade_id)
+    assert old in c.source, f"{old!r} is not in cell {grade_id} of {src}; update this test"
+    c.source = c.source.replace(old, new)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dst)
+    return dst
