@@ -206,7 +206,7 @@ def status():
 def _show_export(ws: Workspace, modules: list[Module], changed: list[str]):
     for module in modules:
         files = ", ".join(ws.rel(p) for p in exported_files(ws.lib_dir, module.notebook))
-        say(f"exported {ws.rel(module.notebook)} -> {files}")
+        say(f"exported {ws.rel(module.notebook)} -> {files or 'nothing (it has no `#| export` cells)'}")
     say(f"changed: {', '.join(changed)}" if changed else "no file changed: the package already matched the notebooks")
 
 

@@ -13,6 +13,8 @@ import urllib.request
 
 import pytest
 
+from tito import doctor
+from tito.course import Workspace
 from tito_helpers import assert_one_line_error, run_tito
 
 DOCTOR_CHECKS = ["python", "numpy", "nbdev", "nbgrader", "jupyterlab", "nbclient", "typer", "rich", "workspace",
@@ -41,11 +43,15 @@ def test_doctor_finds_an_nbdev_config_that_would_wipe_grading_metadata(course):
     pyproject = course / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('allowed_cell_metadata_keys = ["nbgrader"]',
                                                        "allowed_cell_metadata_keys = []"))
-    result = run_tito(course, "system", "doctor")
+    check = doctor.check_nbdev_config(Workspace.find(course))
+    assert not check.ok and "allowed_cell_metadata_keys" in check.detail and check.fix
+
+
+def test_doctor_exits_non_zero_on_a_problem(shared_course, tmp_path):
+    result = run_tito(shared_course, "system", "doctor", cwd=tmp_path)  # no workspace here
     assert result.returncode == 1
-    assert "problem" in doctor_rows(result.stdout)["nbdev config"]
-    assert "allowed_cell_metadata_keys" in result.stdout
-    assert "1 problem(s): nbdev config" in result.stderr
+    assert "problem" in doctor_rows(result.stdout)["workspace"]
+    assert "1 problem(s): workspace" in result.stderr
 
 
 def _free_port() -> int:
