@@ -6,6 +6,7 @@ from tinytorch.core.attention import (create_bidirectional_mask, create_causal_m
                                       scaled_dot_product_attention)
 from tinytorch.core.autograd import gradcheck, no_grad
 from tinytorch.core.tensor import Tensor
+import tinytorch.core.attention as attention_module
 
 ROW_BLOCKED = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 1]], dtype=bool)   # (3, 5), row 1 blocked
 MASKS = {
@@ -187,3 +188,23 @@ def test_bidirectional_mask_is_the_same_as_no_mask(rng):
     Q, K, V = (Tensor(rng.normal(size=(5, 3))) for _ in range(3))
     np.testing.assert_array_equal(scaled_dot_product_attention(Q, K, V, create_bidirectional_mask(5))[0].data,
                                   scaled_dot_product_attention(Q, K, V)[0].data)
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    "Make the op cut even tiny score matrices into several row blocks (as it does for long sequences)."
+    monkeypatch.setattr(attention_module, "_CACHE_BYTES", 100)
+
+
+@pytest.mark.parametrize("name", MASKS)
+def test_row_blocks_give_the_same_values_and_gradients(leaf, reference, tiny_blocks, name):
+    mask = MASKS[name]
+    Q, K, V = leaf(2, 1, 3, 4), leaf(2, 1, 5, 4), leaf(2, 2, 5, 2)
+    assert len(attention_module._row_blocks((2, 2, 3, 5), 8)) == 3
+    out, weights = scaled_dot_product_attention(Q, K, V, mask)
+    expected_out, expected_weights = reference(Q, K, V, mask)
+    np.testing.assert_allclose(out.data, expected_out, atol=1e-12)
+    assert weights.shape == (2, 2, 3, 5)                       # the scores' batch shape includes V's
+    np.testing.assert_allclose(weights.data, np.broadcast_to(expected_weights, weights.shape), atol=1e-12)
+    assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[0], [Q, K, V])
+    assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[1], [Q, K, V])

@@ -60,6 +60,25 @@ def _as_mask(mask, scores_shape: tuple, op: str = "attention"):
                          f"{scores_shape} (..., n_queries, n_keys)")
     return mask
 
+
+def _blocks(length: int, size: int) -> list:
+    "Slices that cut range(length) into consecutive blocks of `size` (the last may be shorter)."
+    return [slice(start, min(start + size, length)) for start in range(0, length, size)]
+
+
+_CACHE_BYTES = 2 ** 22  # a block of scores this big stays in the CPU cache while we work on it
+
+
+def _row_blocks(scores_shape: tuple, itemsize: int) -> list:
+    "Slices of query rows that cut the scores (..., n, m) into blocks of about _CACHE_BYTES."
+    row_bytes = math.prod(scores_shape[:-2]) * scores_shape[-1] * itemsize
+    return _blocks(scores_shape[-2], max(1, _CACHE_BYTES // max(1, row_bytes)))
+
+
+def _rows_of(mask, rows: slice):
+    "The part of a mask (broadcastable to (..., n, m)) that applies to the query rows `rows`."
+    return mask if mask is None or mask.ndim < 2 or mask.shape[-2] == 1 else mask[..., rows, :]
+
 # %% ../../modules/05_attention/05_attention.ipynb #attention-forward
 def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
     "Softmax over the last axis of `scores`, in place, over the keys `mask` allows; a fully blocked row gives zeros."
@@ -83,10 +102,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     Q (..., n, d_k), K (..., m, d_k), V (..., m, d_v) -> output (..., n, d_v), weights (..., n, m).
     """
     Q, K, V = _as_tensor(Q), _as_tensor(K), _as_tensor(V)
-    mask = _as_mask(mask, _attention_shapes(Q, K, V))
-    scale = 1 / math.sqrt(Q.shape[-1])
-    weights = _masked_softmax((Q.data * scale) @ np.swapaxes(K.data, -1, -2), mask)
-    output = weights @ V.data
+    scores_shape = _attention_shapes(Q, K, V)
+    mask = _as_mask(mask, scores_shape)
+    batch, (n, m), d_k = scores_shape[:-2], scores_shape[-2:], Q.shape[-1]
+    scale = 1 / math.sqrt(d_k)
+    q = np.broadcast_to(Q.data * scale, batch + (n, d_k))                     # scaling Q costs n·d, not n·m
+    k_t = np.broadcast_to(np.swapaxes(K.data, -1, -2), batch + (d_k, m))
+    weights = np.empty(scores_shape, dtype=Q.dtype)
+    output = np.empty(batch + (n, V.shape[-1]), dtype=Q.dtype)
+    for rows in _row_blocks(scores_shape, Q.dtype.itemsize):
+        block = weights[..., rows, :]
+        np.matmul(q[..., rows, :], k_t, out=block)
+        _masked_softmax(block, _rows_of(mask, rows))
+        np.matmul(block, V.data, out=output[..., rows, :])
     return (_result(output, "attention", (Q, K, V), weights=weights, scale=scale),
             _result(weights, "attention_weights", (Q, K), scale=scale))
 
@@ -101,13 +129,28 @@ def _scores_backward(d_scores, Q, K, scale):
 
 @register_gradient("attention")
 def attention_backward(grad, out, Q, K, V, weights, scale):
-    dV = np.swapaxes(weights, -1, -2) @ grad if V.requires_grad else None
-    if not (Q.requires_grad or K.requires_grad):
-        return None, None, dV
-    d_scores = grad @ np.swapaxes(V.data, -1, -2)                # dP
-    d_scores -= np.sum(grad * out.data, axis=-1, keepdims=True)  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
-    d_scores *= weights                                          # dS = P ⊙ (dP − rowsum)
-    return (*_scores_backward(d_scores, Q, K, scale), dV)
+    batch = grad.shape[:-2]
+    dQ = np.empty(batch + Q.shape[-2:], dtype=Q.dtype) if Q.requires_grad else None
+    dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype) if K.requires_grad else None
+    dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype) if V.requires_grad else None
+    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
+    q, v_t = Q.data * scale, np.swapaxes(V.data, -1, -2)
+    for rows in _row_blocks(weights.shape, weights.dtype.itemsize):
+        p, d_out = weights[..., rows, :], grad[..., rows, :]
+        if dV is not None:
+            dV += np.swapaxes(p, -1, -2) @ d_out
+        if dQ is None and dK is None:
+            continue
+        d_scores = d_out @ v_t                  # dP for these rows
+        d_scores -= row_dot[..., rows, :]
+        d_scores *= p                           # dS = P ⊙ (dP − rowsum)
+        if dQ is not None:
+            np.matmul(d_scores, K.data, out=dQ[..., rows, :])
+        if dK is not None:
+            dK += np.swapaxes(d_scores, -1, -2) @ q[..., rows, :]
+    if dQ is not None:
+        dQ *= scale
+    return dQ, dK, dV
 
 
 @register_gradient("attention_weights")
@@ -242,12 +285,7 @@ class MultiHeadAttention(Module):
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
-# %% ../../modules/05_attention/05_attention.ipynb #blocks
-def _blocks(length: int, size: int) -> list:
-    "Slices that cut range(length) into consecutive blocks of `size` (the last may be shorter)."
-    return [slice(start, min(start + size, length)) for start in range(0, length, size)]
-
-
+# %% ../../modules/05_attention/05_attention.ipynb #tile-mask
 def _tile_mask(mask, causal: bool, rows: slice, cols: slice):
     "The mask of the score tile (rows, cols): the user's mask sliced, and-ed with the causal rule; None = all allowed."
     tile = None if mask is None else mask[..., rows, cols]
