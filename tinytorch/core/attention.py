@@ -322,7 +322,8 @@ def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 128, causal
                 np.copyto(s, -np.inf, where=~allowed)
             new_max = np.maximum(row_max, s.max(axis=-1, keepdims=True))
             shift = np.where(new_max == -np.inf, 0, new_max)  # rows blocked so far: no NaN from -inf + inf
-            p = np.exp(s - shift)
+            s -= shift
+            p = np.exp(s, out=s)                              # in place: one tile of memory
             rescale = np.exp(row_max - shift)
             row_sum = row_sum * rescale + p.sum(axis=-1, keepdims=True)
             acc *= rescale
@@ -350,9 +351,12 @@ def memory_efficient_attention_backward(grad, out, Q, K, V, lse, mask, causal, s
             allowed = _tile_mask(mask, causal, rows, cols)
             if allowed is not None:
                 np.copyto(s, -np.inf, where=~allowed)
-            p = np.exp(s - lse[..., rows, :])  # the tile's weights, recomputed (lse = inf: a row of zeros)
+            s -= lse[..., rows, :]
+            p = np.exp(s, out=s)               # the tile's weights, recomputed (lse = inf: a row of zeros)
             dV[..., cols, :] += np.swapaxes(p, -1, -2) @ dO
-            ds = p * (dO @ np.swapaxes(v, -1, -2) - row_dot[..., rows, :])
+            ds = dO @ np.swapaxes(v, -1, -2)
+            ds -= row_dot[..., rows, :]
+            ds *= p                            # dS = P ⊙ (dP − D)
             dQ[..., rows, :] += (ds @ k) * scale
             dK[..., cols, :] += np.swapaxes(ds, -1, -2) @ q  # q already carries the scale
     return dQ, dK, dV
