@@ -345,7 +345,8 @@ def autograde(ws: Workspace, mod: Module, students: Optional[list[str]] = None, 
     everyone = _students(ws, "submitted", mod)
     students = list(students) if students else everyone
     if not students:
-        raise TitoError(f"no submissions for {mod.name}: run `tito nbgrader collect PATH --assignment {mod.number}` first")
+        raise TitoError(f"no submissions for {mod.name}: "
+                        f"run `tito nbgrader collect PATH --assignment {mod.number}` first")
     unknown = sorted(set(students) - set(everyone))
     if unknown:
         raise TitoError(f"no submission of {mod.name} from {', '.join(unknown)}")
@@ -485,8 +486,8 @@ def collect_cmd(path: Path = typer.Argument(..., help="Folder of <student>/<note
 
 @nbgrader_app.command("autograde")
 def autograde_cmd(module: str = MODULE, student: Optional[list[str]] = STUDENTS,
-                  timeout: Optional[int] = typer.Option(
-                      None, "--timeout", min=1, help="Seconds a cell may run (default: settings.ini [limits] cell_timeout)."),
+                  timeout: Optional[int] = typer.Option(None, "--timeout", min=1, help=(
+                      "Seconds a cell may run (default: settings.ini \\[limits] cell_timeout).")),
                   verbose: bool = VERBOSE):
     "Autograde the collected submissions of a module with nbgrader and print the scores."
     ws = instructor_workspace()
@@ -512,6 +513,7 @@ def report_cmd(module: Optional[str] = typer.Argument(None, help="Module number 
     chosen = [ws.module(module)] if module else ws.modules()
     tables = [(m, rows) for m in chosen if (rows := scores(ws, m))]
     if not tables:
-        raise TitoError("no submissions yet: `tito nbgrader collect PATH --assignment NN`, then `tito nbgrader autograde NN`")
+        raise TitoError("no submissions yet: `tito nbgrader collect PATH --assignment NN`, "
+                        "then `tito nbgrader autograde NN`")
     for m, rows in tables:
         print_scores(m, rows)

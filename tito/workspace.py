@@ -67,7 +67,8 @@ def _copy_tests(src: Path, dst: Path):
 def mark_student_settings(text: str) -> str:
     "settings.ini text with `kind = student` in its [workspace] section (added or replaced), comments kept."
     out, section, done = [], None, False
-    line_kind = "# Made by `tito student init`: a student workspace (instructor commands are refused here).\nkind = student\n"
+    line_kind = ("# Made by `tito student init`: a student workspace (instructor commands are refused here).\n"
+                 "kind = student\n")
     for line in text.splitlines(keepends=True):
         header = re.match(r"^\s*\[([^\]]+)\]", line)
         if header:
@@ -211,7 +212,7 @@ def student_init(directory: Path = typer.Argument(..., help="New folder for the 
     "Make a student workspace: the release notebooks, the module tests, tito, and an empty tinytorch package."
     modules = init_student_workspace(Workspace.find(), directory)
     typer.echo(f"student workspace ready in {directory}: {', '.join(m.name for m in modules)}")
-    typer.echo(f'next: cd {directory} && python -m venv .venv && .venv/bin/pip install -e ".[dev]"')
+    typer.echo(f'next: cd {directory} && python3 -m venv .venv && .venv/bin/pip install -e ".[dev]"')
 
 
 def module_reset(module: str = typer.Argument(..., help="Module number or name, e.g. 01.")):

@@ -139,7 +139,8 @@ def test_collect_layouts(tmp_path):
         (inbox / rel_path).write_bytes(nb)
     (inbox / "gus.ipynb").write_text("not json")
     (inbox / "notes.txt").write_text("ignored")
-    got = {c.student: (c.status, c.source and c.source.relative_to(inbox).as_posix()) for c in collect(course, inbox, mod)}
+    got = {c.student: (c.status, c.source and c.source.relative_to(inbox).as_posix())
+           for c in collect(course, inbox, mod)}
     assert got["ann"] == ("new", "ann/01_tensor.ipynb")
     assert got["ben"] == ("new", "ben/sub/01_tensor.ipynb")  # the notebook named like the module wins
     assert got["cat"] == ("new", "cat.ipynb")
