@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tito.course import ANSI, Module, TitoError, Workspace, last_line, one_line, tool_env
-from tito.notebooks import cell_at, cell_index, grade_id, is_exercise, is_graded, parse_notebook, source_notebook
+from tito.notebooks import cell_at, cell_index, cell_label, grade_id, is_exercise, is_graded, parse_notebook, source_notebook
 
 NOT_DONE = "NotImplementedError"
 TRACEBACK_FRAME = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)  # a frame of a pytest traceback
@@ -134,12 +134,18 @@ def run_notebook_checks(ws: Workspace, module: Module) -> Checks:
             raise TitoError(f"{ws.rel(module.notebook)} could not be run: {type(e).__name__}: "
                             f"{one_line(str(e))} {last_line(kernel_log.read())}".rstrip()) from None
     exercises = {c.execution_count: grade_id(c) for c in run.cells if c.cell_type == "code" and is_exercise(c)}
-    return Checks([_cell_outcome(cell, exercises, ws.cell_timeout) for cell in run.cells
-                   if cell.cell_type == "code" and is_graded(cell)])
+    graded = [_cell_outcome(cell, exercises, ws.cell_timeout) for cell in run.cells
+              if cell.cell_type == "code" and is_graded(cell)]
+    # The notebook must also run top to bottom: an error in any other cell (a demo, a plot) is a failure too.
+    others = [_cell_outcome(cell, exercises, ws.cell_timeout, name=cell_label(run, i))
+              for i, cell in enumerate(run.cells) if cell.cell_type == "code" and not is_graded(cell)]
+    return Checks(graded + [o for o in others if o.status != "passed"])
 
 
-def _cell_outcome(cell, exercises: dict, timeout: int) -> Outcome:
-    name = grade_id(cell) or f"cell {cell.get('id')}"
+def _cell_outcome(cell, exercises: dict, timeout: int, name: str | None = None) -> Outcome:
+    name = name or grade_id(cell) or f"cell {cell.get('id')}"
+    if cell.execution_count is None and not cell.source.strip():
+        return Outcome(name, "passed")
     if cell.execution_count is None:
         return Outcome(name, "error", "did not run")
     error = next((o for o in cell.outputs if o.output_type == "error"), None)

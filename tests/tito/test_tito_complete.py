@@ -68,6 +68,15 @@ def test_an_unfinished_exercise_is_named_not_traced(course):
     assert progress(course)["01"]["pending_exercises"] == ["arithmetic"]
 
 
+def test_an_error_in_an_ungraded_cell_fails_the_notebook(course):
+    "The notebook must run top to bottom: a demo cell that raises fails the check, named by its position."
+    edit_notebook(course, "col = Tensor(", "raise RuntimeError('demo broke')\ncol = Tensor(")
+    result = run_tito(course, "module", "test", "01")
+    assert result.returncode == 1
+    assert "RuntimeError: demo broke" in line_with(result.stdout, "demo broke")
+    assert "failed" in line_with(result.stdout, "demo broke")
+
+
 def test_a_module_without_tests_is_not_a_pass(course):
     for test_file in (course / "tests" / "01_tensor").iterdir():
         test_file.unlink()
