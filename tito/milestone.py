@@ -217,7 +217,7 @@ def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[i
         save_run(ckpt, model, optimizer, step, cfg, tokenizer, rng, history)
         console.print(f"step {step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
 
-    saved_step = step
+    saved_step, session_start = step, time.perf_counter()
     last = stop_at if stop_at is not None else cfg.steps
     tokens_per_step, tps = cfg.batch_size * cfg.block_size, 0.0
     with StopRequest() as stop, _progress() as progress:
@@ -252,8 +252,10 @@ def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[i
                          seed=cfg.seed)
     sample = tokenizer.decode(ids[0])
     (out / SAMPLE).write_text(sample, encoding="utf-8")
-    console.print(f"[bold]done:[/bold] validation loss {history['val_loss'][-1]:.4f} after {step} steps; "
-                  f"checkpoint {ckpt}, loss curve {out / LOSS_PLOT}, sample {out / SAMPLE}")
+    minutes = (time.perf_counter() - session_start) / 60
+    console.print(f"[bold]done:[/bold] validation loss {history['val_loss'][-1]:.4f} after {step} steps "
+                  f"({minutes:.1f} min in this session); checkpoint {ckpt}, loss curve {out / LOSS_PLOT}, "
+                  f"sample {out / SAMPLE}")
     console.rule("sample")
     console.print(sample, markup=False, highlight=False)
     return 0
