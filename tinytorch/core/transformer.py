@@ -140,8 +140,8 @@ class TransformerBlock(Module):
 
     def forward(self, x, mask=None, cache=None):
         "`x` (B, T, embed_dim) -> (B, T, embed_dim); `mask` as in module 05 (True = may attend)."
-        x = self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache)) + x
-        return self.mlp(self.ln2(x)) + x
+        x = x + self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache))
+        return x + self.mlp(self.ln2(x))
 
 
 # %% ../../modules/06_transformer/06_transformer.ipynb #gpt
