@@ -69,15 +69,15 @@ def _blocks(length: int, size: int) -> list:
 _CACHE_BYTES = 2 ** 22  # a block of scores this big stays in the CPU cache while we work on it
 
 
-def _row_blocks(scores_shape: tuple, itemsize: int) -> list:
-    "Slices of query rows that cut the scores (..., n, m) into blocks of about _CACHE_BYTES."
-    row_bytes = math.prod(scores_shape[:-2]) * scores_shape[-1] * itemsize
-    return _blocks(scores_shape[-2], max(1, _CACHE_BYTES // max(1, row_bytes)))
-
-
-def _rows_of(mask, rows: slice):
-    "The part of a mask (broadcastable to (..., n, m)) that applies to the query rows `rows`."
-    return mask if mask is None or mask.ndim < 2 or mask.shape[-2] == 1 else mask[..., rows, :]
+def _score_blocks(scores_shape: tuple, itemsize: int) -> list:
+    """(batch index, query rows) pairs that cut the scores (..., n, m) into blocks of at most about _CACHE_BYTES:
+    all of it at once if it fits, else one (n, m) matrix at a time, cut into row blocks if that is too big."""
+    batch, (n, m) = scores_shape[:-2], scores_shape[-2:]
+    row_bytes = max(1, m * itemsize)
+    if math.prod(batch) * n * row_bytes <= _CACHE_BYTES:
+        return [((Ellipsis,), slice(0, n))]
+    rows = _blocks(n, max(1, _CACHE_BYTES // row_bytes))
+    return [(index, r) for index in np.ndindex(*batch) for r in rows]
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-forward
 def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
@@ -108,13 +108,16 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     scale = 1 / math.sqrt(d_k)
     q = np.broadcast_to(Q.data * scale, batch + (n, d_k))                     # scaling Q costs n·d, not n·m
     k_t = np.broadcast_to(np.swapaxes(K.data, -1, -2), batch + (d_k, m))
+    v = np.broadcast_to(V.data, batch + V.shape[-2:])
+    mask = None if mask is None else np.broadcast_to(mask, scores_shape)
     weights = np.empty(scores_shape, dtype=Q.dtype)
     output = np.empty(batch + (n, V.shape[-1]), dtype=Q.dtype)
-    for rows in _row_blocks(scores_shape, Q.dtype.itemsize):
-        block = weights[..., rows, :]
-        np.matmul(q[..., rows, :], k_t, out=block)
-        _masked_softmax(block, _rows_of(mask, rows))
-        np.matmul(block, V.data, out=output[..., rows, :])
+    for index, rows in _score_blocks(scores_shape, Q.dtype.itemsize):
+        block_rows = index + (rows, slice(None))
+        block = weights[block_rows]
+        np.matmul(q[block_rows], k_t[index], out=block)
+        _masked_softmax(block, None if mask is None else mask[block_rows])
+        np.matmul(block, v[index], out=output[block_rows])
     return (_result(output, "attention", (Q, K, V), weights=weights, scale=scale),
             _result(weights, "attention_weights", (Q, K), scale=scale))
 
@@ -129,25 +132,28 @@ def _scores_backward(d_scores, Q, K, scale):
 
 @register_gradient("attention")
 def attention_backward(grad, out, Q, K, V, weights, scale):
-    batch = grad.shape[:-2]
+    batch = weights.shape[:-2]
     dQ = np.empty(batch + Q.shape[-2:], dtype=Q.dtype) if Q.requires_grad else None
     dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype) if K.requires_grad else None
     dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype) if V.requires_grad else None
     row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
-    q, v_t = Q.data * scale, np.swapaxes(V.data, -1, -2)
-    for rows in _row_blocks(weights.shape, weights.dtype.itemsize):
-        p, d_out = weights[..., rows, :], grad[..., rows, :]
+    q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
+    k = np.broadcast_to(K.data, batch + K.shape[-2:])
+    v_t = np.broadcast_to(np.swapaxes(V.data, -1, -2), batch + V.shape[-1:] + V.shape[-2:-1])
+    for index, rows in _score_blocks(weights.shape, weights.dtype.itemsize):
+        block_rows = index + (rows, slice(None))
+        p, d_out = weights[block_rows], grad[block_rows]
         if dV is not None:
-            dV += np.swapaxes(p, -1, -2) @ d_out
+            dV[index] += np.swapaxes(p, -1, -2) @ d_out
         if dQ is None and dK is None:
             continue
-        d_scores = d_out @ v_t                  # dP for these rows
-        d_scores -= row_dot[..., rows, :]
+        d_scores = d_out @ v_t[index]           # dP for this block
+        d_scores -= row_dot[block_rows]
         d_scores *= p                           # dS = P ⊙ (dP − rowsum)
         if dQ is not None:
-            np.matmul(d_scores, K.data, out=dQ[..., rows, :])
+            np.matmul(d_scores, k[index], out=dQ[block_rows])
         if dK is not None:
-            dK += np.swapaxes(d_scores, -1, -2) @ q[..., rows, :]
+            dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]
     if dQ is not None:
         dQ *= scale
     return dQ, dK, dV
