@@ -254,9 +254,10 @@ def report(results: list[dict]) -> str:
     for r in results:
         if r["benchmark"] == "gpt_train_step":
             c = r["config"]
-            lines.append(f"GPT training step ({c['num_layers']} layers, {c['num_heads']} heads, width {c['embed_dim']}, "
-                         f"context {c['block_size']}, batch {c['batch_size']}, vocab {c['vocab_size']}; "
-                         f"{r['parameters']:,} parameters; {r['dtype']}, {r['threads']} threads, median of {r['steps']})")
+            lines.append(f"GPT training step ({c['num_layers']} layers, {c['num_heads']} heads, "
+                         f"width {c['embed_dim']}, context {c['block_size']}, batch {c['batch_size']}, "
+                         f"vocab {c['vocab_size']}; {r['parameters']:,} parameters; {r['dtype']}, "
+                         f"{r['threads']} threads, median of {r['steps']})")
             lines.append(f"  tinytorch {r['tinytorch_ms']:8.1f} ms")
             if "torch_ms" in r:
                 lines.append(f"  pytorch   {r['torch_ms']:8.1f} ms")

@@ -15,7 +15,7 @@ import json
 import math
 import signal
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -119,14 +119,6 @@ def train_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
     return loss.item()
 
 
-def save_run(path: Path, model, optimizer, step: int, cfg: RunConfig, tokenizer, rng, history: dict):
-    "Write the checkpoint atomically (the library writes a temporary file, then renames it)."
-    transformer, _, _, layers = _library()
-    transformer.save_checkpoint(path, model, optimizer, step=step, config=asdict(cfg), chars=tokenizer.chars,
-                                rng_state=rng.bit_generator.state, dropout_rng_state=layers.get_rng().bit_generator.state,
-                                history=history)
-
-
 def plot_losses(history: dict, path: Path, title: str):
     "Training loss (each step, and smoothed) and validation loss against the step, as a PNG."
     import matplotlib
@@ -176,85 +168,126 @@ def _progress():
 
 
 # --- the run -----------------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    "A run in progress: configuration, data, model, optimizer, random numbers, step and loss history."
+    cfg: RunConfig
+    out: Path
+    tokenizer: object
+    train_ids: np.ndarray
+    val_ids: np.ndarray
+    model: object
+    optimizer: object
+    rng: np.random.Generator
+    step: int = 0
+    history: dict = field(default_factory=lambda: {"step": [], "loss": [], "eval_step": [], "train_loss": [],
+                                                   "val_loss": []})
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out / CHECKPOINT
+
+
+def new_run(cfg: RunConfig, out: Path) -> Run:
+    tokenizer, train_ids, val_ids = prepare_data(cfg)
+    model, optimizer = build_model(cfg, tokenizer.vocab_size)
+    return Run(cfg, out, tokenizer, train_ids, val_ids, model, optimizer, np.random.default_rng(cfg.seed))
+
+
+def resumed_run(out: Path, cfg: RunConfig, given: frozenset) -> Run:
+    "The run saved in `out`, exactly as it was: the saved configuration wins over the command line."
+    transformer, _, _, layers = _library()
+    path = out / CHECKPOINT
+    if not path.is_file():
+        raise MilestoneError(f"--resume: no checkpoint at {path}; start a run without --resume first")
+    meta = transformer.load_checkpoint(path)
+    saved = RunConfig(**meta["config"])
+    ignored = sorted("--" + name.replace("_", "-") for name in given if getattr(saved, name) != getattr(cfg, name))
+    if ignored:
+        console.print(f"[yellow]--resume continues the saved run; ignoring {', '.join(ignored)}")
+    tokenizer, train_ids, val_ids = prepare_data(saved, meta["chars"])
+    model, optimizer = build_model(saved, tokenizer.vocab_size)
+    meta = transformer.load_checkpoint(path, model, optimizer)
+    rng = np.random.default_rng()
+    rng.bit_generator.state = meta["rng_state"]
+    layers.get_rng().bit_generator.state = meta["dropout_rng_state"]
+    console.print(f"resuming from {path} at step {meta['step']} of {saved.steps}")
+    return Run(saved, out, tokenizer, train_ids, val_ids, model, optimizer, rng, meta["step"], meta["history"])
+
+
+def evaluate_and_save(run: Run):
+    "Estimate the train and validation losses, record them, and write the checkpoint."
+    transformer, _, _, layers = _library()
+    cfg = run.cfg
+    losses = transformer.estimate_loss(run.model, {"train": run.train_ids, "val": run.val_ids}, cfg.batch_size,
+                                       cfg.block_size, iters=cfg.eval_iters, seed=cfg.seed + 1)
+    run.history["eval_step"].append(run.step)
+    run.history["train_loss"].append(losses["train"])
+    run.history["val_loss"].append(losses["val"])
+    transformer.save_checkpoint(run.checkpoint, run.model, run.optimizer, step=run.step, config=asdict(cfg),
+                                chars=run.tokenizer.chars, rng_state=run.rng.bit_generator.state,
+                                dropout_rng_state=layers.get_rng().bit_generator.state, history=run.history)
+    console.print(f"step {run.step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
+
+
+def train(run: Run, stop_at: Optional[int] = None) -> bool:
+    "Train up to `stop_at` (default: the last step) with a progress bar. Returns True if Ctrl-C stopped it."
+    transformer = _library()[0]
+    cfg, saved_step = run.cfg, run.step
+    last = min(stop_at or cfg.steps, cfg.steps)
+    tokens_per_step, tps = cfg.batch_size * cfg.block_size, 0.0
+    with StopRequest() as stop, _progress() as progress:
+        task = progress.add_task("train", total=cfg.steps, completed=run.step, loss=float("nan"), tps=0.0)
+        while run.step < last and not stop.requested:
+            started = time.perf_counter()
+            x, y = transformer.get_batch(run.train_ids, cfg.batch_size, cfg.block_size, run.rng)
+            loss = train_step(run.model, run.optimizer, x, y, learning_rate(cfg, run.step), cfg.grad_clip)
+            if not math.isfinite(loss):
+                raise MilestoneError(f"the loss became {loss} at step {run.step}; try a smaller --lr")
+            run.step += 1
+            run.history["step"].append(run.step)
+            run.history["loss"].append(loss)
+            rate = tokens_per_step / (time.perf_counter() - started)
+            tps = rate if tps == 0 else 0.9 * tps + 0.1 * rate
+            progress.update(task, completed=run.step, loss=loss, tps=tps)
+            if run.step % cfg.eval_interval == 0 or run.step == cfg.steps:
+                evaluate_and_save(run)
+                saved_step = run.step
+    if run.step != saved_step:
+        evaluate_and_save(run)
+    return stop.requested
+
+
+def write_sample(run: Run) -> str:
+    "Generate `sample_tokens` characters after a newline and save them next to the checkpoint."
+    prompt = run.tokenizer.encode("\n") if "\n" in run.tokenizer.stoi else [0]
+    ids = run.model.generate(np.array([prompt]), run.cfg.sample_tokens, temperature=run.cfg.temperature,
+                             top_k=run.cfg.top_k, seed=run.cfg.seed)
+    sample = run.tokenizer.decode(ids[0])
+    (run.out / SAMPLE).write_text(sample, encoding="utf-8")
+    return sample
+
+
 def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[int] = None,
             given: frozenset = frozenset()) -> int:
     "Train (or resume), checkpoint, plot and sample. Returns the process exit code (130 after Ctrl-C)."
-    transformer = _library()[0]
     out.mkdir(parents=True, exist_ok=True)
-    ckpt = out / CHECKPOINT
-    if resume:
-        if not ckpt.is_file():
-            raise MilestoneError(f"--resume: no checkpoint at {ckpt}; start a run without --resume first")
-        meta = transformer.load_checkpoint(ckpt)
-        saved = RunConfig(**meta["config"])
-        ignored = sorted(name for name in given if getattr(saved, name) != getattr(cfg, name))
-        if ignored:
-            console.print(f"[yellow]--resume continues the saved run; ignoring {', '.join('--' + n.replace('_', '-') for n in ignored)}")
-        cfg = saved
-        tokenizer, train_ids, val_ids = prepare_data(cfg, meta["chars"])
-        model, optimizer = build_model(cfg, tokenizer.vocab_size)
-        meta = transformer.load_checkpoint(ckpt, model, optimizer)
-        step, history = meta["step"], meta["history"]
-        rng = np.random.default_rng()
-        rng.bit_generator.state = meta["rng_state"]
-        _library()[3].get_rng().bit_generator.state = meta["dropout_rng_state"]
-        console.print(f"resuming from {ckpt} at step {step} of {cfg.steps}")
-    else:
-        tokenizer, train_ids, val_ids = prepare_data(cfg)
-        model, optimizer = build_model(cfg, tokenizer.vocab_size)
-        step, history = 0, {"step": [], "loss": [], "eval_step": [], "train_loss": [], "val_loss": []}
-        rng = np.random.default_rng(cfg.seed)
-    console.print(f"GPT: {model.num_parameters():,} parameters, {cfg.num_layers} layers x {cfg.num_heads} heads x "
-                  f"{cfg.embed_dim} wide, context {cfg.block_size}, vocabulary {tokenizer.vocab_size}; "
-                  f"{len(train_ids):,} training / {len(val_ids):,} validation characters")
-
-    def evaluate_and_save():
-        losses = transformer.estimate_loss(model, {"train": train_ids, "val": val_ids}, cfg.batch_size,
-                                           cfg.block_size, iters=cfg.eval_iters, seed=cfg.seed + 1)
-        history["eval_step"].append(step)
-        history["train_loss"].append(losses["train"])
-        history["val_loss"].append(losses["val"])
-        save_run(ckpt, model, optimizer, step, cfg, tokenizer, rng, history)
-        console.print(f"step {step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
-
-    saved_step, session_start = step, time.perf_counter()
-    last = stop_at if stop_at is not None else cfg.steps
-    tokens_per_step, tps = cfg.batch_size * cfg.block_size, 0.0
-    with StopRequest() as stop, _progress() as progress:
-        task = progress.add_task("train", total=cfg.steps, completed=step, loss=float("nan"), tps=0.0)
-        while step < min(last, cfg.steps) and not stop.requested:
-            started = time.perf_counter()
-            x, y = transformer.get_batch(train_ids, cfg.batch_size, cfg.block_size, rng)
-            loss = train_step(model, optimizer, x, y, learning_rate(cfg, step), cfg.grad_clip)
-            if not math.isfinite(loss):
-                raise MilestoneError(f"the loss became {loss} at step {step}; try a smaller --lr")
-            step += 1
-            history["step"].append(step)
-            history["loss"].append(loss)
-            elapsed = time.perf_counter() - started
-            tps = tokens_per_step / elapsed if tps == 0 else 0.9 * tps + 0.1 * tokens_per_step / elapsed
-            progress.update(task, completed=step, loss=loss, tps=tps)
-            if step % cfg.eval_interval == 0 or step == cfg.steps:
-                evaluate_and_save()
-                saved_step = step
-
-    if step != saved_step:
-        evaluate_and_save()
-    plot_losses(history, out / LOSS_PLOT, f"GPT on {Path(cfg.text).name if cfg.text else 'Python stdlib sources'}")
-    if step < cfg.steps:
-        why = "interrupted" if stop.requested else f"stopped at --stop-at {stop_at}"
-        console.print(f"[yellow]{why} at step {step} of {cfg.steps}: checkpoint {ckpt} kept; "
+    run = resumed_run(out, cfg, given) if resume else new_run(cfg, out)
+    cfg, started = run.cfg, time.perf_counter()
+    console.print(f"GPT: {run.model.num_parameters():,} parameters, {cfg.num_layers} layers x {cfg.num_heads} heads "
+                  f"x {cfg.embed_dim} wide, context {cfg.block_size}, vocabulary {run.tokenizer.vocab_size}; "
+                  f"{len(run.train_ids):,} training / {len(run.val_ids):,} validation characters")
+    interrupted = train(run, stop_at)
+    plot_losses(run.history, out / LOSS_PLOT, f"GPT on {Path(cfg.text).name if cfg.text else 'Python stdlib sources'}")
+    if run.step < cfg.steps:
+        why = "interrupted" if interrupted else f"stopped at --stop-at {stop_at}"
+        console.print(f"[yellow]{why} at step {run.step} of {cfg.steps}: checkpoint {run.checkpoint} kept; "
                       f"continue with --resume --out {out}")
-        return 130 if stop.requested else 0
-
-    prompt = tokenizer.encode("\n") if "\n" in tokenizer.stoi else [0]
-    ids = model.generate(np.array([prompt]), cfg.sample_tokens, temperature=cfg.temperature, top_k=cfg.top_k,
-                         seed=cfg.seed)
-    sample = tokenizer.decode(ids[0])
-    (out / SAMPLE).write_text(sample, encoding="utf-8")
-    minutes = (time.perf_counter() - session_start) / 60
-    console.print(f"[bold]done:[/bold] validation loss {history['val_loss'][-1]:.4f} after {step} steps "
-                  f"({minutes:.1f} min in this session); checkpoint {ckpt}, loss curve {out / LOSS_PLOT}, "
+        return 130 if interrupted else 0
+    sample = write_sample(run)
+    minutes = (time.perf_counter() - started) / 60
+    console.print(f"[bold]done:[/bold] validation loss {run.history['val_loss'][-1]:.4f} after {run.step} steps "
+                  f"({minutes:.1f} min in this session); checkpoint {run.checkpoint}, loss curve {out / LOSS_PLOT}, "
                   f"sample {out / SAMPLE}")
     console.rule("sample")
     console.print(sample, markup=False, highlight=False)
@@ -299,7 +332,8 @@ def run(
     seed: int = typer.Option(_DEFAULTS.seed, help="Seed for the weights, the batches and the sample."),
     out: Path = typer.Option(Path("runs/gpt"), help="Folder for the checkpoint, loss curve and sample."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
-    stop_at: Optional[int] = typer.Option(None, min=1, help="Stop (with a checkpoint) after this step; --resume continues."),
+    stop_at: Optional[int] = typer.Option(None, min=1, help="Stop (with a checkpoint) after this step; "
+                                          "--resume continues."),
 ):
     "Train a GPT with your tinytorch: progress bar, validation loss, checkpoint, loss curve and a sample."
     if name not in MILESTONES:

@@ -59,7 +59,8 @@ def test_stop_then_resume_equals_an_uninterrupted_run(tmp_path, text_file):
     assert model_keys and sorted(model_keys) == sorted(k for k in b.files if k.startswith(("model/", "optimizer/")))
     for key in model_keys:
         assert np.array_equal(a[key], b[key]), key
-    assert load_checkpoint(whole / "ckpt.npz")["history"]["loss"] == load_checkpoint(parts / "ckpt.npz")["history"]["loss"]
+    history = [load_checkpoint(folder / "ckpt.npz")["history"] for folder in (whole, parts)]
+    assert history[0]["loss"] == history[1]["loss"] and history[1]["eval_step"] == [4, 5, 8]
     assert (whole / "sample.txt").read_text() == (parts / "sample.txt").read_text()
 
 
@@ -95,3 +96,12 @@ def test_clear_errors(tmp_path, text_file):
     unknown = subprocess.run([sys.executable, "-m", "tito.milestone", "run", "bert"], cwd=tmp_path,
                              capture_output=True, text=True)
     assert unknown.returncode == 1 and "gpt" in unknown.stderr
+
+
+def test_registered_in_the_tito_command(tmp_path):
+    "`tito milestone run gpt` is the same command, plugged into the course CLI."
+    pytest.importorskip("tito.cli", reason="the tito CLI core is not installed")
+    proc = subprocess.run([sys.executable, "-m", "tito", "milestone", "run", "--help"], cwd=tmp_path,
+                          capture_output=True, text=True, env=dict(os.environ, COLUMNS="200"))
+    assert proc.returncode == 0, proc.stderr
+    assert "--resume" in proc.stdout and "--stop-at" in proc.stdout and "--text" in proc.stdout

@@ -76,7 +76,8 @@ class CharTokenizer:
                              f"and dtype {ids.dtype}")
         bad = ids[(ids < 0) | (ids >= self.vocab_size)]
         if bad.size:
-            raise ValueError(f"CharTokenizer.decode: id {bad[0]} is outside the vocabulary (0 .. {self.vocab_size - 1})")
+            raise ValueError(f"CharTokenizer.decode: id {bad[0]} is outside the vocabulary "
+                             f"(0 .. {self.vocab_size - 1})")
         return "".join(self.chars[i] for i in ids)
 
     def __repr__(self): return f"CharTokenizer(vocab_size={self.vocab_size})"
