@@ -40,7 +40,14 @@ E2E = dict(iters=2000, lr=1e-3, min_lr=1e-4, warmup=100, weight_decay=0.1, betas
 
 
 def threads() -> int:
-    "The thread count both libraries use: OMP/OPENBLAS_NUM_THREADS if set (they bind numpy's BLAS), else all cores."
+    "numpy's BLAS thread count (threadpoolctl if installed, else OPENBLAS/OMP_NUM_THREADS, else all cores)."
+    try:
+        from threadpoolctl import threadpool_info
+        counts = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
+        if counts:
+            return max(counts)
+    except ImportError:
+        pass
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         if os.environ.get(var):
             return int(os.environ[var])
@@ -271,6 +278,10 @@ def report(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def print_report(results: list[dict]):
+    print(report(results))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer timed steps")
@@ -280,8 +291,7 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=E2E["iters"])
     parser.add_argument("--eval-every", type=int, default=250)
     args = parser.parse_args(argv)
-    results = run(args.quick, args.e2e, args.text, args.iters, args.eval_every)
-    print(report(results))
+    print_report(run(args.quick, args.e2e, args.text, args.iters, args.eval_every))
     if args.profile:
         print(profile_step())
 
