@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 import tracemalloc
@@ -26,33 +25,10 @@ import numpy as np
 from tinytorch.core.attention import memory_efficient_attention, scaled_dot_product_attention
 from tinytorch.core.tensor import Tensor
 
+from threads import threads, torch_like_numpy
+
 SPEED = dict(batch=4, heads=4, head_dim=32, sizes=(64, 128, 256, 512, 1024))
 MEMORY = dict(n=8192, head_dim=64, block_size=512)
-
-
-def threads() -> int:
-    "numpy's BLAS thread count (threadpoolctl if installed, else OPENBLAS/OMP_NUM_THREADS, else all cores)."
-    try:
-        from threadpoolctl import threadpool_info
-        counts = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
-        if counts:
-            return counts[0]
-    except ImportError:
-        pass
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var):
-            return int(os.environ[var])
-    return os.cpu_count() or 1
-
-
-def _torch():
-    "PyTorch, set to numpy's thread count, or None when it is not installed."
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(threads())
-    return torch
 
 
 # --- 1. speed ----------------------------------------------------------------------------------------------------
@@ -127,7 +103,7 @@ def memory(n: int, head_dim: int, block_size: int) -> dict:
 # --- report ------------------------------------------------------------------------------------------------------
 def run(quick: bool = False) -> list[dict]:
     "Both benchmarks; `quick` uses n up to 512, fewer repeats and the memory comparison at n = 2048."
-    torch = _torch()
+    torch = torch_like_numpy()
     sizes = SPEED["sizes"][:-1] if quick else SPEED["sizes"]
     rows = speed(sizes, repeats=5 if quick else 15, torch=torch)
     rows.append(memory(2048 if quick else MEMORY["n"], MEMORY["head_dim"], MEMORY["block_size"]))

@@ -19,7 +19,6 @@ import argparse
 import cProfile
 import io
 import math
-import os
 import pstats
 import statistics
 import time
@@ -31,37 +30,14 @@ from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optim import AdamW, clip_grad_norm_, lr_at
 from tinytorch.core.transformer import GPT, CharTokenizer, get_batch, load_text
 
+from threads import threads, torch_like_numpy
+
 # nanoGPT: python train.py config/train_shakespeare_char.py --device=cpu --compile=False --eval_iters=20
 #   --log_interval=1 --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000
 #   --lr_decay_iters=2000 --dropout=0.0
 CONFIG = dict(vocab_size=65, embed_dim=128, num_layers=4, num_heads=4, block_size=64, batch_size=12)
 E2E = dict(iters=2000, lr=1e-3, min_lr=1e-4, warmup=100, weight_decay=0.1, betas=(0.9, 0.99), grad_clip=1.0,
            eval_iters=20)
-
-
-def threads() -> int:
-    "numpy's BLAS thread count (threadpoolctl if installed, else OPENBLAS/OMP_NUM_THREADS, else all cores)."
-    try:
-        from threadpoolctl import threadpool_info
-        counts = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
-        if counts:
-            return max(counts)
-    except ImportError:
-        pass
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var):
-            return int(os.environ[var])
-    return os.cpu_count() or 1
-
-
-def _torch():
-    "PyTorch, set to the same thread count, or None when it is not installed."
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(threads())
-    return torch
 
 
 # --- the two models ----------------------------------------------------------------------------------------------
@@ -73,7 +49,7 @@ def tinytorch_model(cfg=CONFIG, seed=0, **adamw):
 
 def torch_model(cfg=CONFIG, seed=0, **adamw):
     "A minimal GPT in PyTorch of exactly our shape (pre-LN blocks, biases, untied head), GPT-2 initialisation."
-    torch = _torch()
+    torch = torch_like_numpy()
     nn, F = torch.nn, torch.nn.functional
 
     class Block(nn.Module):
@@ -127,7 +103,7 @@ def tinytorch_step(model, optimizer, x, y, grad_clip=None):
 
 
 def torch_step(model, optimizer, x, y, grad_clip=None):
-    torch = _torch()
+    torch = torch_like_numpy()
     logits = model(torch.from_numpy(x))
     loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), torch.from_numpy(y).view(-1))
     optimizer.zero_grad(set_to_none=True)
@@ -152,7 +128,7 @@ def bench_step(steps: int = 50, warmup: int = 5, cfg=CONFIG) -> dict:
     data = rng.integers(0, cfg["vocab_size"], size=100_000)
     batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(warmup + steps)]
     runners = {"tinytorch": (tinytorch_step, *tinytorch_model(cfg, lr=1e-3))}
-    if _torch() is not None:
+    if torch_like_numpy() is not None:
         runners["torch"] = (torch_step, *torch_model(cfg, lr=1e-3))
     times = {name: [] for name in runners}
     for i, (x, y) in enumerate(batches):
@@ -200,7 +176,7 @@ def train_text(library: str, text_path: str, iters: int = E2E["iters"], eval_eve
     cfg = dict(CONFIG, vocab_size=tokenizer.vocab_size)
     adamw = dict(lr=E2E["lr"], betas=E2E["betas"], weight_decay=E2E["weight_decay"])
     if library == "torch":
-        torch = _torch()
+        torch = torch_like_numpy()
         model, optimizer = torch_model(cfg, seed, **adamw)
         step = torch_step
 
@@ -251,7 +227,7 @@ def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E
     "The step benchmark (few steps when `quick`); with `e2e`, also the end-to-end run on `text` for each library."
     results = [bench_step(steps=10 if quick else 50, warmup=2 if quick else 5)]
     if e2e:
-        for library in ("tinytorch", "torch") if _torch() is not None else ("tinytorch",):
+        for library in ("tinytorch", "torch") if torch_like_numpy() is not None else ("tinytorch",):
             results.append(train_text(library, text, iters=iters, eval_every=eval_every))
     return results
 

@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_attention  # noqa: E402  (sibling scripts, not a package)
 import bench_gpt  # noqa: E402
+from threads import threads  # noqa: E402
 
 import tinytorch  # noqa: E402
 
@@ -36,7 +37,7 @@ def machine() -> dict:
     return dict(date=time.strftime("%Y-%m-%d %H:%M %Z"), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), cores=os.cpu_count(),
                 python=platform.python_version(), numpy=np.__version__, tinytorch=tinytorch.__version__,
-                torch=torch_version, numpy_blas_threads=bench_gpt.threads(), torch_threads=torch_threads)
+                torch=torch_version, numpy_blas_threads=threads(), torch_threads=torch_threads)
 
 
 def main(argv=None):

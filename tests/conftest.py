@@ -1,4 +1,4 @@
-"""Settings shared by every test suite."""
+"""Settings and fixtures shared by every test suite."""
 import os
 
 # `pytest -n 2` runs two test processes on a 2-core machine; with OpenBLAS's default of one thread per core each,
@@ -6,3 +6,22 @@ import os
 # One BLAS thread per process keeps the suite fast. (Set before numpy is imported by any test module.)
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+
+
+import numpy as np  # noqa: E402  (after the thread settings above)
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def leaf(rng):
+    "A float64 Tensor with random normal data that requires grad."
+    from tinytorch.core.tensor import Tensor
+
+    def make(*shape, scale=1.0):
+        return Tensor(rng.normal(size=shape) * scale, requires_grad=True)
+    return make

@@ -11,7 +11,6 @@ The library is imported inside the command, so `tito` itself starts even before 
 """
 from __future__ import annotations
 
-import json
 import math
 import signal
 import time

@@ -10,19 +10,6 @@ from tinytorch.core.tensor import Tensor
 
 
 @pytest.fixture
-def rng():
-    return np.random.default_rng(0)
-
-
-@pytest.fixture
-def leaf(rng):
-    "A float64 Tensor with random normal data that requires grad."
-    def make(*shape, scale=1.0):
-        return Tensor(rng.normal(size=shape) * scale, requires_grad=True)
-    return make
-
-
-@pytest.fixture
 def reference():
     "softmax(Q Kᵀ/√d) V in plain float64 numpy, written independently of the library; blocked rows give zeros."
     def attention(Q, K, V, mask=None):
