@@ -57,11 +57,10 @@ def speed(sizes, repeats: int, torch=None) -> list[dict]:
         rng = np.random.default_rng(n)
         arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]   # Q, K, V, upstream gradient
         tensors = [torch.from_numpy(a) for a in arrays] if torch else None
-        ours, theirs = [], []
-        for i in range(repeats + 1):                                            # the first round warms up
-            ours.append(_ours(arrays))
-            if torch:
-                theirs.append(_theirs(torch, tensors))
+        # One library after the other, not alternating call by call: PyTorch's OpenMP threads spin for a while
+        # after each call, and numpy's BLAS threads starting then would compete with them. The first call warms up.
+        ours = [_ours(arrays) for _ in range(repeats + 1)]
+        theirs = [_theirs(torch, tensors) for _ in range(repeats + 1)] if torch else []
         row = dict(benchmark="attention forward+backward", dtype="float32", batch=SPEED["batch"],
                    heads=SPEED["heads"], head_dim=SPEED["head_dim"], n=n, threads=threads(),
                    tinytorch_ms=1e3 * statistics.median(ours[1:]))

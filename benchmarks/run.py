@@ -22,18 +22,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_attention  # noqa: E402  (sibling scripts, not a package)
 import bench_gpt  # noqa: E402
-from threads import threads  # noqa: E402
+from threads import threads, torch_like_numpy  # noqa: E402
 
 import tinytorch  # noqa: E402
 
 
 def machine() -> dict:
     "What the figures were measured on."
-    try:
-        import torch
-        torch_version, torch_threads = torch.__version__, torch.get_num_threads()
-    except ImportError:
-        torch_version, torch_threads = None, None
+    torch = torch_like_numpy()  # the thread count the benchmarks give it
+    torch_version, torch_threads = (torch.__version__, torch.get_num_threads()) if torch else (None, None)
     return dict(date=time.strftime("%Y-%m-%d %H:%M %Z"), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), cores=os.cpu_count(),
                 python=platform.python_version(), numpy=np.__version__, tinytorch=tinytorch.__version__,

@@ -26,7 +26,7 @@ from tito import doctor, lab as jupyter_lab, progress
 from tito.course import Module, TitoError, Workspace
 from tito.exporting import export_modules
 from tito.notebooks import Header, exported_files, is_exported, pending_exercises, read_header, read_notebook
-from tito.testing import Checks, run_notebook_checks, run_test_suite
+from tito.testing import Checks, Outcome, run_notebook_checks, run_test_suite
 
 PLUGINS = {  # command name: (module, attribute) that other parts of the course provide
     "nbgrader": ("tito.grading", "nbgrader_app"),
@@ -226,12 +226,28 @@ def _show_checks(title: str, checks: Checks, list_passed: bool = True):
         return
     say(f"{title}: " + ", ".join(f"{n} {status}" for status, n in checks.counts().items() if n))
     shown = [o for o in checks.outcomes if list_passed or o.status != "passed"]
+    if not list_passed:
+        shown = _group_not_done(shown)
     if shown:
         table = Table("name", "result", "reason")
         table.columns[0].overflow = "fold"
         for o in shown:
             table.add_row(o.name, Text(o.status, style=STATUS_STYLE[o.status]), o.reason)
         out.print(table)
+
+
+def _group_not_done(outcomes: list[Outcome]) -> list[Outcome]:
+    "One row per unfinished exercise instead of one per test it fails (an untouched module fails hundreds)."
+    rows, groups = [], {}
+    for o in outcomes:
+        if o.reason.endswith("not done yet"):
+            groups.setdefault((o.status, o.reason), []).append(o.name)
+        else:
+            rows.append(o)
+    for (status, reason), names in groups.items():
+        name = names[0] if len(names) == 1 else f"{len(names)} tests: {names[0]}, …"
+        rows.append(Outcome(name, status, reason))
+    return rows
 
 
 def _run_checks(ws: Workspace, module: Module, verbose: bool) -> tuple[Checks, Checks]:

@@ -77,6 +77,17 @@ def test_an_error_in_an_ungraded_cell_fails_the_notebook(course):
     assert "failed" in line_with(result.stdout, "demo broke")
 
 
+def test_tests_failing_on_one_unfinished_exercise_share_one_row(course):
+    "Without -v, every test that fails because `arithmetic` is not done is summed up in one row."
+    edit_notebook(course, MUL, "raise NotImplementedError()")
+    edit_notebook(course, "out = a.data + b.data", "raise NotImplementedError()")
+    result = run_tito(course, "module", "complete", "01")
+    rows = [line for line in result.stdout.splitlines() if "exercise `arithmetic` not done yet" in line and "test_" in line]
+    assert len(rows) == 1 and "2 tests" in rows[0], result.stdout
+    verbose = run_tito(course, "module", "test", "01", "-v")
+    assert "test_add_values" in verbose.stdout and "test_mul_values" in verbose.stdout
+
+
 def test_a_module_without_tests_is_not_a_pass(course):
     for test_file in (course / "tests" / "01_tensor").iterdir():
         test_file.unlink()
