@@ -23,7 +23,7 @@ import tracemalloc
 import numpy as np
 
 from tinytorch.core.attention import memory_efficient_attention, scaled_dot_product_attention
-from tinytorch.core.tensor import Tensor
+from tinytorch.core.tensor import Tensor, reuse_freed_memory
 
 from threads import threads, torch_like_numpy
 
@@ -132,6 +132,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats; memory at n = 2048")
     args = parser.parse_args(argv)
+    reuse_freed_memory()  # glibc keeps freed memory for reuse, in this process: both libraries alike
     print_report(run(quick=args.quick))
 
 

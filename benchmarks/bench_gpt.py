@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from tinytorch.core.layers import manual_seed
+from tinytorch.core.tensor import reuse_freed_memory
 from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optim import AdamW, clip_grad_norm_, lr_at
 from tinytorch.core.transformer import GPT, CharTokenizer, get_batch, load_text
@@ -269,6 +270,7 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=E2E["iters"])
     parser.add_argument("--eval-every", type=int, default=250)
     args = parser.parse_args(argv)
+    reuse_freed_memory()  # glibc keeps freed memory for reuse, in this process: both libraries alike
     print_report(run(args.quick, args.e2e, args.text, args.iters, args.eval_every))
     if args.profile:
         print(profile_step())

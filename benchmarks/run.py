@@ -25,6 +25,7 @@ import bench_gpt  # noqa: E402
 from threads import threads, torch_like_numpy  # noqa: E402
 
 import tinytorch  # noqa: E402
+from tinytorch.core.tensor import reuse_freed_memory  # noqa: E402
 
 
 def machine() -> dict:
@@ -45,7 +46,7 @@ def main(argv=None):
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "latest.json"))
     args = parser.parse_args(argv)
 
-    info = machine()
+    info = dict(machine(), reuse_freed_memory=reuse_freed_memory())  # the allocator setting, for both libraries
     print(f"machine: {info['platform']}, {info['cores']} cores; python {info['python']}, numpy {info['numpy']} "
           f"({info['numpy_blas_threads']} BLAS threads), torch {info['torch'] or 'not installed'}"
           + (f" ({info['torch_threads']} threads)" if info["torch"] else ""))

@@ -66,6 +66,9 @@ def _library():
     except ImportError as e:
         raise MilestoneError(f"the GPT milestone needs modules 03-06 exported into tinytorch ({e}); "
                              "complete them first (tito module complete NN)") from None
+    from tinytorch.core import tensor
+    if hasattr(tensor, "reuse_freed_memory"):  # module 01: keep freed activations' memory for the next step
+        tensor.reuse_freed_memory()
     return transformer, losses, optim, layers
 
 

@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['SUPPORTED_KINDS', 'set_op_recorder', 'Tensor', 'add', 'sub', 'mul', 'div', 'neg', 'power', 'exp', 'log', 'sqrt',
-           'tanh', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reshape', 'transpose', 'permute', 'getitem',
-           'masked_fill']
+           'tanh', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reuse_freed_memory', 'reshape', 'transpose',
+           'permute', 'getitem', 'masked_fill']
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #df77b44d
 import numpy as np
@@ -266,6 +266,21 @@ def reduce_max(a: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     axis = _normalize_axis(axis, a.ndim, "max")
     out = np.max(a.data, axis=axis, keepdims=keepdims)
     return _result(out, "max", (a,), axis=axis, keepdims=keepdims)
+
+# %% ../../modules/01_tensor/01_tensor.ipynb #reuse-freed-memory
+def reuse_freed_memory() -> bool:
+    "Keep freed memory in the process for reuse (glibc on Linux; elsewhere a no-op). True if it was applied."
+    import ctypes
+    import sys
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # from <malloc.h>
+    # Blocks up to 32 MiB come from the heap, and the heap is returned to the system only past 512 MiB free.
+    return libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #shape-ops
 def reshape(a: Tensor, *shape) -> Tensor:
