@@ -1,24 +1,14 @@
 """The thread count both libraries run with, so every benchmark compares like with like."""
-import os
+from tinytorch.core.tensor import num_threads
 
 
 def threads() -> int:
-    "numpy's BLAS thread count (threadpoolctl if installed, else OPENBLAS/OMP_NUM_THREADS, else all cores)."
-    try:
-        from threadpoolctl import threadpool_info
-        counts = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
-        if counts:
-            return max(counts)
-    except ImportError:
-        pass
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var):
-            return int(os.environ[var])
-    return os.cpu_count() or 1
+    "tinytorch's thread count: numpy's BLAS threads (set with OPENBLAS_NUM_THREADS; all cores by default)."
+    return num_threads()
 
 
 def torch_like_numpy():
-    "PyTorch set to numpy's thread count, or None when it is not installed."
+    "PyTorch set to tinytorch's thread count, or None when it is not installed."
     try:
         import torch
     except ImportError:

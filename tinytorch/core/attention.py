@@ -8,12 +8,12 @@ __all__ = ['scaled_dot_product_attention', 'attention_backward', 'attention_weig
            'MultiHeadAttention', 'memory_efficient_attention', 'memory_efficient_attention_backward', 'lsh_buckets',
            'lsh_attention']
 
-# %% ../../modules/05_attention/05_attention.ipynb #7f4edcc8
+# %% ../../modules/05_attention/05_attention.ipynb #fb337bea
 import math
 
 import numpy as np
 
-from .tensor import Tensor, _result, _data
+from .tensor import Tensor, _result, _data, parallel_map, num_threads
 from .autograd import register_gradient
 from .layers import Module, Linear
 
@@ -66,18 +66,33 @@ def _blocks(length: int, size: int) -> list:
     return [slice(start, min(start + size, length)) for start in range(0, length, size)]
 
 
-_CACHE_BYTES = 2 ** 22  # a block of scores this big stays in the CPU cache while we work on it
+_CACHE_BYTES = 2 ** 22   # a block of scores this big stays in the CPU cache while we work on it
+_THREAD_BYTES = 2 ** 19  # less work than this is not worth handing to another thread
 
 
 def _score_blocks(scores_shape: tuple, itemsize: int) -> list:
-    """(batch index, query rows) pairs that cut the scores (..., n, m) into blocks of at most about _CACHE_BYTES:
-    all of it at once if it fits, else one (n, m) matrix at a time, cut into row blocks if that is too big."""
+    """The scores (..., n, m) cut into blocks (batch index, query rows) of at most about _CACHE_BYTES, in at most
+    num_threads() groups that split the first batch axis longer than 1. Different groups never touch the same
+    matrix, so they can run at once. Within a group: all of it at once if it fits, else one (n, m) matrix at a
+    time, cut into row blocks if that is too big."""
     batch, (n, m) = scores_shape[:-2], scores_shape[-2:]
     row_bytes = max(1, m * itemsize)
-    if math.prod(batch) * n * row_bytes <= _CACHE_BYTES:
-        return [((Ellipsis,), slice(0, n))]
+    total = math.prod(batch) * n * row_bytes
+    axis = next((a for a, size in enumerate(batch) if size > 1), None)
+    length = 1 if axis is None else batch[axis]
+    count = min(num_threads(), length, max(1, total // _THREAD_BYTES))
     rows = _blocks(n, max(1, _CACHE_BYTES // row_bytes))
-    return [(index, r) for index in np.ndindex(*batch) for r in rows]
+    groups = []
+    per_group = -(-length // count)  # ceil(length / count) batch entries per group
+    for lo in range(0, length, per_group):
+        hi = min(lo + per_group, length)
+        if total // length * (hi - lo) <= _CACHE_BYTES:
+            index = (Ellipsis,) if axis is None else (slice(None),) * axis + (slice(lo, hi), Ellipsis)
+            groups.append([(index, slice(0, n))])
+        else:
+            groups.append([(index, r) for index in np.ndindex(*batch) if axis is None or lo <= index[axis] < hi
+                           for r in rows])
+    return groups
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-forward
 def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
@@ -112,12 +127,16 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     mask = None if mask is None else np.broadcast_to(mask, scores_shape)
     weights = np.empty(scores_shape, dtype=Q.dtype)
     output = np.empty(batch + (n, V.shape[-1]), dtype=Q.dtype)
-    for index, rows in _score_blocks(scores_shape, Q.dtype.itemsize):
-        block_rows = index + (rows, slice(None))
-        block = weights[block_rows]
-        np.matmul(q[block_rows], k_t[index], out=block)
-        _masked_softmax(block, None if mask is None else mask[block_rows])
-        np.matmul(block, v[index], out=output[block_rows])
+
+    def fill(blocks):
+        for index, rows in blocks:
+            block_rows = index + (rows, slice(None))
+            block = weights[block_rows]
+            np.matmul(q[block_rows], k_t[index], out=block)
+            _masked_softmax(block, None if mask is None else mask[block_rows])
+            np.matmul(block, v[index], out=output[block_rows])
+
+    parallel_map(fill, _score_blocks(scores_shape, Q.dtype.itemsize))
     return (_result(output, "attention", (Q, K, V), weights=weights, scale=scale),
             _result(weights, "attention_weights", (Q, K), scale=scale))
 
@@ -140,20 +159,24 @@ def attention_backward(grad, out, Q, K, V, weights, scale):
     q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
     k = np.broadcast_to(K.data, batch + K.shape[-2:])
     v_t = np.broadcast_to(np.swapaxes(V.data, -1, -2), batch + V.shape[-1:] + V.shape[-2:-1])
-    for index, rows in _score_blocks(weights.shape, weights.dtype.itemsize):
-        block_rows = index + (rows, slice(None))
-        p, d_out = weights[block_rows], grad[block_rows]
-        if dV is not None:
-            dV[index] += np.swapaxes(p, -1, -2) @ d_out
-        if dQ is None and dK is None:
-            continue
-        d_scores = d_out @ v_t[index]           # dP for this block
-        d_scores -= row_dot[block_rows]
-        d_scores *= p                           # dS = P ⊙ (dP − rowsum)
-        if dQ is not None:
-            np.matmul(d_scores, k[index], out=dQ[block_rows])
-        if dK is not None:
-            dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]
+
+    def fill(blocks):
+        for index, rows in blocks:
+            block_rows = index + (rows, slice(None))
+            p, d_out = weights[block_rows], grad[block_rows]
+            if dV is not None:
+                dV[index] += np.swapaxes(p, -1, -2) @ d_out
+            if dQ is None and dK is None:
+                continue
+            d_scores = d_out @ v_t[index]           # dP for this block
+            d_scores -= row_dot[block_rows]
+            d_scores *= p                           # dS = P ⊙ (dP − rowsum)
+            if dQ is not None:
+                np.matmul(d_scores, k[index], out=dQ[block_rows])
+            if dK is not None:
+                dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]
+
+    parallel_map(fill, _score_blocks(weights.shape, weights.dtype.itemsize))
     if dQ is not None:
         dQ *= scale
     return dQ, dK, dV

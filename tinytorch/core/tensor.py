@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['SUPPORTED_KINDS', 'set_op_recorder', 'Tensor', 'add', 'sub', 'mul', 'div', 'neg', 'power', 'exp', 'log', 'sqrt',
-           'tanh', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reuse_freed_memory', 'reshape', 'transpose',
-           'permute', 'getitem', 'masked_fill']
+           'tanh', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reuse_freed_memory', 'num_threads',
+           'parallel_map', 'reshape', 'transpose', 'permute', 'getitem', 'masked_fill']
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #df77b44d
 import numpy as np
@@ -281,6 +281,36 @@ def reuse_freed_memory() -> bool:
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # from <malloc.h>
     # Blocks up to 32 MiB come from the heap, and the heap is returned to the system only past 512 MiB free.
     return libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1
+
+# %% ../../modules/01_tensor/01_tensor.ipynb #parallel-map
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
+
+@functools.cache
+def _blas():
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController().select(user_api="blas")
+
+
+def num_threads() -> int:
+    "How many threads tinytorch works on: as many as numpy's BLAS is set to use (1 if it cannot tell)."
+    return max([lib.num_threads for lib in _blas().lib_controllers], default=1)
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="tinytorch")
+
+
+def parallel_map(fn, pieces) -> list:
+    "[fn(p) for p in pieces], on num_threads() threads with BLAS at one thread each; in order, serial on one core."
+    pieces = list(pieces)
+    threads = min(num_threads(), len(pieces))
+    if threads <= 1:
+        return [fn(piece) for piece in pieces]
+    with _blas().limit(limits=1):  # inside, num_threads() is 1: a nested parallel_map runs serially
+        return list(_pool(threads).map(fn, pieces))
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #shape-ops
 def reshape(a: Tensor, *shape) -> Tensor:
