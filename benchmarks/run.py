@@ -9,6 +9,8 @@ Without PyTorch installed, tinytorch is measured alone and the report says so.
 """
 from __future__ import annotations
 
+import tinytorch  # noqa: F401  (before numpy: it shortens OpenBLAS's idle-thread spin; see its __init__)
+
 import argparse
 import json
 import os
@@ -35,7 +37,8 @@ def machine() -> dict:
     return dict(date=time.strftime("%Y-%m-%d %H:%M %Z"), platform=platform.platform(),
                 processor=platform.processor() or platform.machine(), cores=os.cpu_count(),
                 python=platform.python_version(), numpy=np.__version__, tinytorch=tinytorch.__version__,
-                torch=torch_version, numpy_blas_threads=threads(), torch_threads=torch_threads)
+                torch=torch_version, numpy_blas_threads=threads(), torch_threads=torch_threads,
+                openblas_thread_timeout=os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
 
 
 def main(argv=None):

@@ -8,12 +8,12 @@ __all__ = ['Parameter', 'Module', 'manual_seed', 'get_rng', 'uniform_', 'xavier_
            'softmax', 'softmax_backward', 'log_softmax', 'log_softmax_backward', 'Softmax', 'embedding',
            'embedding_backward', 'Embedding', 'layer_norm', 'layer_norm_backward', 'LayerNorm', 'Dropout', 'Sequential']
 
-# %% ../../modules/03_layers/03_layers.ipynb #59263d34
+# %% ../../modules/03_layers/03_layers.ipynb #a7c51db0
 import math
 
 import numpy as np
 
-from .tensor import Tensor, _result
+from .tensor import Tensor, _result, chunk_slices, parallel_map
 from .autograd import register_gradient
 
 # %% ../../modules/03_layers/03_layers.ipynb #parameter
@@ -238,36 +238,53 @@ def sigmoid_backward(grad, out, x):
     return (grad * out.data * (1 - out.data),)
 
 
-def gelu(x: Tensor) -> Tensor:
-    "GELU, tanh approximation (PyTorch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))."
-    v = x.data
-    u = v * v                     # u = √(2/π)·v·(1 + 0.044715·v²), built in one buffer;
-    u *= 0.044715                 # `v ** 3` and a fresh array per step would cost four times as much
-    u += 1
-    u *= v
-    u *= _GELU_C
-    t = np.tanh(u, out=u)
-    out = t + 1
+def _gelu_chunk(v, out, t):
+    "GELU of the chunk `v`, written into `out`, and tanh(u) into `t` (same shapes), with no other arrays made."
+    np.multiply(v, v, out=t)      # u = √(2/π)·v·(1 + 0.044715·v²), built in t;
+    t *= 0.044715                 # `v ** 3` and a fresh array per step would cost four times as much
+    t += 1
+    t *= v
+    t *= _GELU_C
+    np.tanh(t, out=t)
+    np.add(t, 1, out=out)
     out *= v
     out *= 0.5
-    return _result(out, "gelu", (x,), tanh_u=t)
+
+
+def _gelu_backward_chunk(v, t, grad, out):
+    "The gradient of GELU for the chunk `v` (with t = tanh u and the upstream `grad`), written into `out`."
+    # d/dv = 0.5·(1 + t) + 0.5·v·(1 - t²)·du/dv, with du/dv = √(2/π)·(1 + 3·0.044715·v²)
+    np.multiply(v, v, out=out)
+    out *= 3 * 0.044715
+    out += 1
+    out *= _GELU_C
+    out *= v
+    out *= 1 - t * t
+    out += 1 + t
+    out *= 0.5
+    out *= grad
+
+
+def _flat(a: np.ndarray, dtype) -> np.ndarray:
+    "`a` as a flat contiguous array of `dtype` (a view when it already is one)."
+    return np.ascontiguousarray(a, dtype=dtype).reshape(-1)
+
+
+def gelu(x: Tensor) -> Tensor:
+    "GELU, tanh approximation (PyTorch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))."
+    v = _flat(x.data, x.dtype if x.dtype.kind == "f" else np.float64)
+    out, t = np.empty_like(v), np.empty_like(v)
+    parallel_map(lambda s: _gelu_chunk(v[s], out[s], t[s]), chunk_slices(v.size))
+    return _result(out.reshape(x.shape), "gelu", (x,), tanh_u=t.reshape(x.shape))
 
 
 @register_gradient("gelu")
 def gelu_backward(grad, out, x, tanh_u):
-    t, v = tanh_u, x.data
-    # d/dv = 0.5·(1 + t) + 0.5·v·(1 - t²)·du/dv, with du/dv = √(2/π)·(1 + 3·0.044715·v²)
-    slope = v * v
-    slope *= 3 * 0.044715
-    slope += 1
-    slope *= _GELU_C
-    slope *= v
-    slope *= 1 - t * t
-    slope += 1 + t
-    slope *= 0.5
-    slope *= grad
-    return (slope,)
-
+    t = _flat(tanh_u, tanh_u.dtype)
+    v, g = _flat(x.data, t.dtype), _flat(grad, t.dtype)
+    slope = np.empty_like(t)
+    parallel_map(lambda s: _gelu_backward_chunk(v[s], t[s], g[s], slope[s]), chunk_slices(t.size))
+    return (slope.reshape(x.shape),)
 
 # %% ../../modules/03_layers/03_layers.ipynb #activation-modules
 class ReLU(Module):

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['SUPPORTED_KINDS', 'set_op_recorder', 'Tensor', 'add', 'sub', 'mul', 'div', 'neg', 'power', 'exp', 'log', 'sqrt',
            'tanh', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reuse_freed_memory', 'num_threads',
-           'parallel_map', 'reshape', 'transpose', 'permute', 'getitem', 'masked_fill']
+           'parallel_map', 'chunk_slices', 'reshape', 'transpose', 'permute', 'getitem', 'masked_fill']
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #df77b44d
 import numpy as np
@@ -283,6 +283,7 @@ def reuse_freed_memory() -> bool:
     return libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #parallel-map
+import contextlib
 import functools
 from concurrent.futures import ThreadPoolExecutor
 
@@ -303,14 +304,48 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix="tinytorch")
 
 
+@contextlib.contextmanager
+def _one_blas_thread():
+    "BLAS at one thread inside the `with` block. (threadpoolctl's `limit` does this too, at ten times the cost.)"
+    libraries = _blas().lib_controllers
+    before = [library.num_threads for library in libraries]
+    for library in libraries:
+        library.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for library, count in zip(libraries, before):
+            library.set_num_threads(count)
+
+
+def _map(fn, pieces) -> list:
+    return [fn(piece) for piece in pieces]
+
+
 def parallel_map(fn, pieces) -> list:
-    "[fn(p) for p in pieces], on num_threads() threads with BLAS at one thread each; in order, serial on one core."
+    "[fn(p) for p in pieces], spread over num_threads() threads (the caller's too), BLAS at one thread inside."
     pieces = list(pieces)
     threads = min(num_threads(), len(pieces))
     if threads <= 1:
-        return [fn(piece) for piece in pieces]
-    with _blas().limit(limits=1):  # inside, num_threads() is 1: a nested parallel_map runs serially
-        return list(_pool(threads).map(fn, pieces))
+        return _map(fn, pieces)
+    shares = [pieces[t::threads] for t in range(threads)]
+    with _one_blas_thread():  # so inside, num_threads() is 1 and a nested parallel_map runs serially
+        others = [_pool(threads - 1).submit(_map, fn, share) for share in shares[1:]]
+        try:
+            done = [_map(fn, shares[0])]
+        finally:
+            for future in others:  # never leave while other threads still work
+                future.exception()
+        done += [future.result() for future in others]
+    results = [None] * len(pieces)
+    for t, share_results in enumerate(done):
+        results[t::threads] = share_results
+    return results
+
+
+def chunk_slices(size: int, chunk: int = 2 ** 15) -> list:
+    "Slices that cut range(size) into consecutive chunks of `chunk` elements: pieces of elementwise work."
+    return [slice(start, min(start + chunk, size)) for start in range(0, size, chunk)]
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #shape-ops
 def reshape(a: Tensor, *shape) -> Tensor:
