@@ -395,21 +395,31 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}"
 
 # %% ../../modules/03_layers/03_layers.ipynb #layer-norm
+def _row_mean(a: np.ndarray) -> np.ndarray:
+    "a.mean(axis=-1, keepdims=True) as one matrix-vector product with [1/d, ..., 1/d]."
+    d = a.shape[-1]
+    average = np.full(d, 1 / d, dtype=np.result_type(a.dtype, np.float32))
+    return (a.reshape(-1, d) @ average).reshape(*a.shape[:-1], 1)
+
+
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
     "Normalise each vector along the last axis to mean 0 and variance 1, then scale by `weight` and shift by `bias`."
     if x.ndim == 0 or x.shape[-1] != weight.shape[0]:
         raise ValueError(f"layer_norm: the input has shape {x.shape} but the normalized shape is {weight.shape}")
-    centred = x.data - x.data.mean(axis=-1, keepdims=True)
-    rstd = 1.0 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + eps)
-    xhat = centred * rstd
+    centred = x.data - _row_mean(x.data)
+    rstd = 1.0 / np.sqrt(_row_mean(centred * centred) + eps)
+    xhat = centred
+    xhat *= rstd                  # in place: `centred` is our own fresh array
     return _result(xhat * weight.data + bias.data, "layer_norm", (x, weight, bias), xhat=xhat, rstd=rstd)
 
 
 @register_gradient("layer_norm")
 def layer_norm_backward(grad, out, x, weight, bias, xhat, rstd):
     g_xhat = grad * weight.data
-    grad_x = rstd * (g_xhat - g_xhat.mean(axis=-1, keepdims=True)
-                     - xhat * (g_xhat * xhat).mean(axis=-1, keepdims=True))
+    grad_x = g_xhat - _row_mean(g_xhat)
+    g_xhat *= xhat                # now ĝ ⊙ x̂ (ĝ itself is no longer needed)
+    grad_x -= xhat * _row_mean(g_xhat)
+    grad_x *= rstd
     rows = grad.reshape(-1, grad.shape[-1])
     grad_w = (rows * xhat.reshape(rows.shape)).sum(axis=0)
     return grad_x, grad_w, rows.sum(axis=0)
