@@ -2,8 +2,8 @@
 
 1. Forward + backward of `scaled_dot_product_attention` against `torch.nn.functional.scaled_dot_product_attention`
    on the same float32 inputs (batch 4, 4 heads, head width 32, n = 64 ... 1024 queries and keys), with the same
-   number of threads for numpy's BLAS and for PyTorch. Each size is timed as the median of repeats, the two
-   libraries interleaved so that a busy machine slows both alike, and reported as a ratio (tinytorch / PyTorch).
+   number of threads for numpy's BLAS and for PyTorch. Each size is timed as the median of repeats (at least half
+   a second of them per library), one library after the other, and reported as a ratio (tinytorch / PyTorch).
 2. Peak memory of forward + backward of plain attention against `memory_efficient_attention` at n = 8192, d = 64
    (one head, float32), measured with tracemalloc (numpy reports its allocations to it), next to the size of the
    n x n score matrix that the plain op must hold.
@@ -52,6 +52,15 @@ def _theirs(torch, tensors):
     return time.perf_counter() - start
 
 
+def _repeat(call, repeats: int, min_seconds: float = 0.5) -> list:
+    "Timings of call() after one warm-up call: at least `repeats` of them, and at least `min_seconds` in all."
+    call()
+    times = []
+    while len(times) < repeats or sum(times) < min_seconds:
+        times.append(call())
+    return times
+
+
 def speed(sizes, repeats: int, torch=None) -> list[dict]:
     rows = []
     for n in sizes:
@@ -60,14 +69,14 @@ def speed(sizes, repeats: int, torch=None) -> list[dict]:
         arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]   # Q, K, V, upstream gradient
         tensors = [torch.from_numpy(a) for a in arrays] if torch else None
         # One library after the other, not alternating call by call: PyTorch's OpenMP threads spin for a while
-        # after each call, and numpy's BLAS threads starting then would compete with them. The first call warms up.
-        ours = [_ours(arrays) for _ in range(repeats + 1)]
-        theirs = [_theirs(torch, tensors) for _ in range(repeats + 1)] if torch else []
+        # after each call, and numpy's BLAS threads starting then would compete with them.
+        ours = _repeat(lambda: _ours(arrays), repeats)
+        theirs = _repeat(lambda: _theirs(torch, tensors), repeats) if torch else []
         row = dict(benchmark="attention forward+backward", dtype="float32", batch=SPEED["batch"],
                    heads=SPEED["heads"], head_dim=SPEED["head_dim"], n=n, threads=threads(),
-                   tinytorch_ms=1e3 * statistics.median(ours[1:]))
+                   tinytorch_ms=1e3 * statistics.median(ours))
         if torch:
-            row["torch_ms"] = 1e3 * statistics.median(theirs[1:])
+            row["torch_ms"] = 1e3 * statistics.median(theirs)
             row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
         rows.append(row)
     return rows

@@ -111,3 +111,33 @@ def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
     finally:
         GRADIENTS[op] = good
     assert gradcheck(fn, inputs)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gelu_in_many_chunks_on_one_or_two_threads(leaf, monkeypatch, threads):
+    # gelu hands chunks of the flat input to parallel_map: cut a small input into chunks of 5 (the last one short)
+    import tinytorch.core.layers as layers
+    from threadpoolctl import threadpool_limits
+    from tinytorch.core.tensor import chunk_slices
+    monkeypatch.setattr(layers, "chunk_slices", lambda size: chunk_slices(size, chunk=5))
+    with threadpool_limits(threads, user_api="blas"):
+        x = leaf(3, 2, 4, scale=2.0)
+        assert gradcheck(gelu, [x])
+        t = Tensor(x.data.transpose(2, 0, 1), requires_grad=True)          # not contiguous
+        v = t.data
+        expected = 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+        np.testing.assert_allclose(gelu(t).data, expected, rtol=1e-12, atol=1e-15)
+        assert gradcheck(gelu, [t])
+
+
+def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):
+    v = rng.normal(size=(3, 25_001)) * 3                                     # 75,003 numbers: three chunks and a bit
+    x = Tensor(v, requires_grad=True)
+    upstream = rng.normal(size=v.shape)
+    out = gelu(x)
+    out.backward(upstream)
+    u = np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)
+    du = np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * v ** 2)
+    np.testing.assert_allclose(out.data, 0.5 * v * (1 + np.tanh(u)), rtol=1e-12, atol=1e-15)
+    derivative = 0.5 * (1 + np.tanh(u)) + 0.5 * v * (1 - np.tanh(u) ** 2) * du
+    np.testing.assert_allclose(x.grad.data, upstream * derivative, rtol=1e-10, atol=1e-13)
