@@ -4,7 +4,7 @@ import pytest
 
 from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
 from tinytorch.core.layers import (GELU, Dropout, Embedding, LayerNorm, Linear, ReLU, Sequential, Sigmoid, Softmax,
-                                   Tanh, embedding, gelu, layer_norm, log_softmax, relu, sigmoid, softmax)
+                                   Tanh, embedding, gelu, layer_norm, linear, log_softmax, relu, sigmoid, softmax)
 from tinytorch.core.tensor import Tensor
 
 
@@ -29,6 +29,20 @@ def test_linear_gradients(leaf, shape):
 
 def test_linear_without_bias_gradients(leaf):
     check_module(Linear(4, 2, bias=False), leaf(2, 3, 4))
+
+
+def test_linear_is_one_op_and_skips_the_input_gradient_when_not_needed(leaf, rng):
+    w, b = leaf(4, 3), leaf(3)
+    x = Tensor(rng.normal(size=(2, 5, 4)))                                   # a constant input
+    out = linear(x, w, b)
+    assert out._node.op == "linear" and out._node.inputs == (x, w, b)
+    np.testing.assert_allclose(out.data, x.data @ w.data + b.data, rtol=1e-12)
+    assert gradcheck(lambda w, b: linear(x, w, b), [w, b])
+    upstream = rng.normal(size=out.shape)
+    out.backward(upstream)
+    assert x.grad is None
+    np.testing.assert_allclose(w.grad.data, x.data.reshape(-1, 4).T @ upstream.reshape(-1, 3), rtol=1e-12)
+    np.testing.assert_allclose(b.grad.data, upstream.sum(axis=(0, 1)), rtol=1e-12)
 
 
 @pytest.mark.parametrize("fn", [relu, sigmoid, gelu, ReLU(), Sigmoid(), GELU(), Tanh()],
@@ -90,10 +104,12 @@ def test_sequential_mlp_gradients(leaf):
     check_module(model, leaf(5, 3))
 
 
-@pytest.mark.parametrize("op", ["relu", "sigmoid", "gelu", "softmax", "log_softmax", "embedding", "layer_norm"])
+@pytest.mark.parametrize("op", ["linear", "relu", "sigmoid", "gelu", "softmax", "log_softmax", "embedding",
+                                "layer_norm"])
 def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
     "Each layer op has its own rule, and gradcheck (as used above) notices when it is wrong."
     cases = {
+        "linear": (lambda x, w, b: linear(x, w, b), [leaf(2, 3, 4), leaf(4, 5), leaf(5)]),
         "relu": (relu, [away_from_zero(leaf(3, 4))]),
         "sigmoid": (sigmoid, [leaf(3, 4)]),
         "gelu": (gelu, [leaf(3, 4)]),
