@@ -158,3 +158,34 @@ def test_default_text_is_deterministic_python_source(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("héllo wörld", encoding="utf-8")
     assert load_text(path) == "héllo wörld" and load_text(str(path), max_chars=3) == "hél"
+
+
+def test_a_training_step_is_float32_everywhere(monkeypatch):
+    "Every tensor in the graph, every gradient an op hands back, every .grad and Adam buffer: float32, no upcasts."
+    from tinytorch.core.autograd import GRADIENTS, topological_order
+    from tinytorch.core.losses import cross_entropy
+    from tinytorch.core.optim import AdamW
+    model = make(dropout=0.1)
+    ids = np.random.default_rng(0).integers(0, 11, size=(3, 9))
+    handed_back = []
+
+    def recording(op, rule):
+        def wrapped(*args, **kwargs):
+            grads = rule(*args, **kwargs)
+            handed_back.extend((op, np.asarray(g).dtype) for g in grads if g is not None)
+            return grads
+        return wrapped
+
+    for op, rule in list(GRADIENTS.items()):
+        monkeypatch.setitem(GRADIENTS, op, recording(op, rule))
+    loss = cross_entropy(model(ids[:, :-1]), ids[:, 1:])
+    floats = [t for t in topological_order(loss) if t.dtype.kind == "f"]
+    assert len(floats) > 50 and {t.dtype for t in floats} == {np.dtype(np.float32)}
+    loss.backward()
+    assert len(handed_back) > 50 and {dtype for _, dtype in handed_back} == {np.dtype(np.float32)}, \
+        sorted({(op, str(dtype)) for op, dtype in handed_back if dtype != np.float32})
+    optimizer = AdamW(model.parameters(), lr=1e-3)
+    optimizer.step()
+    assert all(p.grad.dtype == np.float32 and p.dtype == np.float32 for p in model.parameters())
+    assert {buf.dtype for state in optimizer.state for buf in state.values() if isinstance(buf, np.ndarray)} \
+        == {np.dtype(np.float32)}
