@@ -157,3 +157,15 @@ def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):
     np.testing.assert_allclose(out.data, 0.5 * v * (1 + np.tanh(u)), rtol=1e-12, atol=1e-15)
     derivative = 0.5 * (1 + np.tanh(u)) + 0.5 * v * (1 - np.tanh(u) ** 2) * du
     np.testing.assert_allclose(x.grad.data, upstream * derivative, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_mean_and_column_sum_are_numpys_reductions_in_the_input_dtype(rng, dtype):
+    from tinytorch.core.layers import _column_sum, _row_mean
+    a, w = rng.normal(size=(2, 7, 5)).astype(dtype), rng.normal(size=5).astype(dtype)
+    tol = dict(rtol=1e-5 if dtype == np.float32 else 1e-12)
+    for got, expected in [(_row_mean(a), a.mean(axis=-1, keepdims=True)),
+                          (_row_mean(a, w), (a * w).mean(axis=-1, keepdims=True)),
+                          (_column_sum(a.reshape(-1, 5)), a.reshape(-1, 5).sum(axis=0))]:
+        assert got.dtype == dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, **tol)

@@ -193,6 +193,11 @@ def _float_input(layer: str, x, like: Tensor) -> Tensor:
     return x
 
 
+def _column_sum(rows: np.ndarray) -> np.ndarray:
+    "rows.sum(axis=0) of a 2-D array, as one vector-matrix product [1, ..., 1] @ rows."
+    return np.ones(rows.shape[0], dtype=rows.dtype) @ rows
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor = None) -> Tensor:
     "x @ weight + bias over the last axis of x, as one op: weight (in, out), bias (out,) or None."
     out = x.data.reshape(-1, x.shape[-1]) @ weight.data
@@ -207,7 +212,7 @@ def linear_backward(grad, out, x, weight, bias=None):
     rows = grad.reshape(-1, grad.shape[-1])
     grad_x = (rows @ weight.data.T).reshape(x.shape) if x.requires_grad else None
     grad_w = x.data.reshape(-1, x.shape[-1]).T @ rows
-    return (grad_x, grad_w) if bias is None else (grad_x, grad_w, rows.sum(axis=0))
+    return (grad_x, grad_w) if bias is None else (grad_x, grad_w, _column_sum(rows))
 
 
 class Linear(Module):
@@ -412,10 +417,11 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}"
 
 # %% ../../modules/03_layers/03_layers.ipynb #layer-norm
-def _row_mean(a: np.ndarray) -> np.ndarray:
-    "a.mean(axis=-1, keepdims=True) as one matrix-vector product with [1/d, ..., 1/d]."
+def _row_mean(a: np.ndarray, w: np.ndarray = None) -> np.ndarray:
+    "(a * w).mean(axis=-1, keepdims=True), w ones by default, as one matrix-vector product a @ (w / d)."
     d = a.shape[-1]
-    average = np.full(d, 1 / d, dtype=np.result_type(a.dtype, np.float32))
+    dtype = np.result_type(a.dtype, np.float32)
+    average = np.full(d, 1 / d, dtype=dtype) if w is None else (w / d).astype(dtype, copy=False)
     return (a.reshape(-1, d) @ average).reshape(*a.shape[:-1], 1)
 
 
@@ -427,19 +433,20 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Te
     rstd = 1.0 / np.sqrt(_row_mean(centred * centred) + eps)
     xhat = centred
     xhat *= rstd                  # in place: `centred` is our own fresh array
-    return _result(xhat * weight.data + bias.data, "layer_norm", (x, weight, bias), xhat=xhat, rstd=rstd)
+    out = xhat * weight.data
+    out += bias.data
+    return _result(out, "layer_norm", (x, weight, bias), xhat=xhat, rstd=rstd)
 
 
 @register_gradient("layer_norm")
 def layer_norm_backward(grad, out, x, weight, bias, xhat, rstd):
-    g_xhat = grad * weight.data
+    g_xhat = grad * weight.data                          # ĝ
     grad_x = g_xhat - _row_mean(g_xhat)
-    g_xhat *= xhat                # now ĝ ⊙ x̂ (ĝ itself is no longer needed)
-    grad_x -= xhat * _row_mean(g_xhat)
+    g_times_xhat = grad * xhat                           # its column sum is ∂L/∂γ
+    grad_x -= xhat * _row_mean(g_times_xhat, weight.data)  # mean(ĝ ⊙ x̂) = mean(g ⊙ x̂ ⊙ γ)
     grad_x *= rstd
-    rows = grad.reshape(-1, grad.shape[-1])
-    grad_w = (rows * xhat.reshape(rows.shape)).sum(axis=0)
-    return grad_x, grad_w, rows.sum(axis=0)
+    d = grad.shape[-1]
+    return grad_x, _column_sum(g_times_xhat.reshape(-1, d)), _column_sum(grad.reshape(-1, d))
 
 
 class LayerNorm(Module):
