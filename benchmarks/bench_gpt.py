@@ -231,7 +231,7 @@ def train_text(library: str, text_path: str, iters: int = E2E["iters"], eval_eve
 def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E2E["iters"],
         eval_every: int = 250) -> list[dict]:
     "The step benchmark (few steps when `quick`); with `e2e`, also the end-to-end run on `text` for each library."
-    results = [bench_step(steps=10 if quick else 200, warmup=2 if quick else 5)]
+    results = [bench_step(steps=10, warmup=2) if quick else bench_step()]
     if e2e:
         for library in ("tinytorch", "torch") if torch_like_numpy() is not None else ("tinytorch",):
             results.append(train_text(library, text, iters=iters, eval_every=eval_every))
