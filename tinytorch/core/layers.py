@@ -260,30 +260,29 @@ def sigmoid_backward(grad, out, x):
     return (grad * out.data * (1 - out.data),)
 
 
-def _gelu_chunk(v, out, t):
-    "GELU of the chunk `v`, written into `out`, and tanh(u) into `t` (same shapes), with no other arrays made."
-    np.multiply(v, v, out=t)      # u = √(2/π)·v·(1 + 0.044715·v²), built in t;
-    t *= 0.044715                 # `v ** 3` and a fresh array per step would cost four times as much
-    t += 1
-    t *= v
-    t *= _GELU_C
-    np.tanh(t, out=t)
-    np.add(t, 1, out=out)
-    out *= v
-    out *= 0.5
+def _gelu_chunk(v, out, s):
+    "GELU of the chunk `v` as v·σ(2u), written into `out`, and σ(2u) into `s` (same shapes), with no other arrays made."
+    np.multiply(v, v, out=s)      # -2u = -2·√(2/π)·v·(1 + 0.044715·v²), built in s;
+    s *= -2 * _GELU_C * 0.044715  # `v ** 3` and a fresh array per step would cost four times as much
+    s -= 2 * _GELU_C
+    s *= v
+    np.minimum(s, 80.0, out=s)    # e^80 fits in float32; below v ≈ -9.6, GELU is 0 to float32's precision
+    np.exp(s, out=s)              # one exp: half the cost of tanh
+    s += 1
+    np.reciprocal(s, out=s)       # σ(2u) = 1 / (1 + e^(-2u))
+    np.multiply(v, s, out=out)
 
 
-def _gelu_backward_chunk(v, t, grad, out):
-    "The gradient of GELU for the chunk `v` (with t = tanh u and the upstream `grad`), written into `out`."
-    # d/dv = 0.5·(1 + t) + 0.5·v·(1 - t²)·du/dv, with du/dv = √(2/π)·(1 + 3·0.044715·v²)
+def _gelu_backward_chunk(v, s, grad, out):
+    "The gradient of GELU for the chunk `v` (with s = σ(2u) and the upstream `grad`), written into `out`."
+    # d/dv = s + v·2s(1 - s)·du/dv, with du/dv = √(2/π)·(1 + 3·0.044715·v²)
     np.multiply(v, v, out=out)
-    out *= 3 * 0.044715
+    out *= 2 * _GELU_C * 3 * 0.044715
+    out += 2 * _GELU_C
+    out *= v                      # 2v·du/dv
+    out *= 1 - s
     out += 1
-    out *= _GELU_C
-    out *= v
-    out *= 1 - t * t
-    out += 1 + t
-    out *= 0.5
+    out *= s
     out *= grad
 
 
@@ -295,17 +294,17 @@ def _flat(a: np.ndarray, dtype) -> np.ndarray:
 def gelu(x: Tensor) -> Tensor:
     "GELU, tanh approximation (PyTorch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))."
     v = _flat(x.data, x.dtype if x.dtype.kind == "f" else np.float64)
-    out, t = np.empty_like(v), np.empty_like(v)
-    parallel_map(lambda s: _gelu_chunk(v[s], out[s], t[s]), chunk_slices(v.size))
-    return _result(out.reshape(x.shape), "gelu", (x,), tanh_u=t.reshape(x.shape))
+    out, sig = np.empty_like(v), np.empty_like(v)
+    parallel_map(lambda c: _gelu_chunk(v[c], out[c], sig[c]), chunk_slices(v.size))
+    return _result(out.reshape(x.shape), "gelu", (x,), sigmoid_2u=sig.reshape(x.shape))
 
 
 @register_gradient("gelu")
-def gelu_backward(grad, out, x, tanh_u):
-    t = _flat(tanh_u, tanh_u.dtype)
-    v, g = _flat(x.data, t.dtype), _flat(grad, t.dtype)
-    slope = np.empty_like(t)
-    parallel_map(lambda s: _gelu_backward_chunk(v[s], t[s], g[s], slope[s]), chunk_slices(t.size))
+def gelu_backward(grad, out, x, sigmoid_2u):
+    sig = _flat(sigmoid_2u, sigmoid_2u.dtype)
+    v, g = _flat(x.data, sig.dtype), _flat(grad, sig.dtype)
+    slope = np.empty_like(sig)
+    parallel_map(lambda c: _gelu_backward_chunk(v[c], sig[c], g[c], slope[c]), chunk_slices(sig.size))
     return (slope.reshape(x.shape),)
 
 # %% ../../modules/03_layers/03_layers.ipynb #activation-modules
