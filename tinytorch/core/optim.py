@@ -106,10 +106,13 @@ class Adam(Optimizer):
         m *= beta1
         m += (1 - beta1) * grad
         v *= beta2
-        v += (1 - beta2) * grad * grad
-        step_size = self.lr / (1 - beta1 ** t)
-        denom = np.sqrt(v) / math.sqrt(1 - beta2 ** t) + self.eps
-        param -= step_size * m / denom
+        v += (1 - beta2) * np.square(grad)
+        denom = np.sqrt(v, out=np.empty_like(v))  # then in place in this one buffer: parameters are
+        denom /= math.sqrt(1 - beta2 ** t)        # the model's largest arrays, and a new array for
+        denom += self.eps                         # each operation would cost more than its arithmetic
+        np.divide(m, denom, out=denom)
+        denom *= self.lr / (1 - beta1 ** t)       # the step size
+        param -= denom
 
 
 # %% ../../modules/04_training/04_training.ipynb #adamw
