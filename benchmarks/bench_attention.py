@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import tinytorch  # noqa: F401  (before numpy: it shortens OpenBLAS's idle-thread spin; see its __init__)
 
 import argparse
 import statistics

@@ -9,6 +9,8 @@ Without PyTorch installed, tinytorch is measured alone and the report says so.
 """
 from __future__ import annotations
 
+import tinytorch  # noqa: F401  (before numpy: it shortens OpenBLAS's idle-thread spin; see its __init__)
+
 import argparse
 import json
 import os

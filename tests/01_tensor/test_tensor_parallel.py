@@ -51,15 +51,3 @@ def test_an_error_in_a_piece_reaches_the_caller_and_blas_is_restored():
         with pytest.raises(ValueError, match="piece 1 failed"):
             parallel_map(piece, range(3))
         assert num_threads() == 2
-
-
-def test_work_under_the_threshold_stays_on_the_calling_thread():
-    from tinytorch.core.tensor import THREAD_MIN_BYTES
-    caller = threading.current_thread().name
-    with threadpool_limits(2, user_api="blas"):
-        small = parallel_map(lambda _: threading.current_thread().name, range(4), nbytes=THREAD_MIN_BYTES - 1)
-        assert small == [caller] * 4
-        barrier = threading.Barrier(2, timeout=10)                   # passes only if two threads run at once
-        large = parallel_map(lambda _: (barrier.wait(), threading.current_thread().name)[1], range(2),
-                             nbytes=THREAD_MIN_BYTES)
-        assert len(set(large)) == 2

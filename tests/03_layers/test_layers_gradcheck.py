@@ -133,11 +133,9 @@ def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
 def test_gelu_in_many_chunks_on_one_or_two_threads(leaf, monkeypatch, threads):
     # gelu hands chunks of the flat input to parallel_map: cut a small input into chunks of 5 (the last one short)
     import tinytorch.core.layers as layers
-    import tinytorch.core.tensor as tensor_module
     from threadpoolctl import threadpool_limits
     from tinytorch.core.tensor import chunk_slices
     monkeypatch.setattr(layers, "chunk_slices", lambda size: chunk_slices(size, chunk=5))
-    monkeypatch.setattr(tensor_module, "THREAD_MIN_BYTES", 1)              # tiny work on two threads all the same
     with threadpool_limits(threads, user_api="blas"):
         x = leaf(3, 2, 4, scale=2.0)
         assert gradcheck(gelu, [x])

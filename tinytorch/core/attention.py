@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .tensor import Tensor, _result, _data, parallel_map, num_threads, THREAD_MIN_BYTES
+from .tensor import Tensor, _result, _data, parallel_map, num_threads
 from .autograd import register_gradient
 from .layers import Module, Linear
 
@@ -67,7 +67,7 @@ def _blocks(length: int, size: int) -> list:
 
 
 _CACHE_BYTES = 2 ** 22   # a block of scores this big stays in the CPU cache while we work on it
-_THREAD_BYTES = THREAD_MIN_BYTES  # less work than this is not worth handing to another thread (module 01)
+_THREAD_BYTES = 2 ** 16  # less work than this is not worth handing to another thread
 
 
 def _score_blocks(scores_shape: tuple, itemsize: int) -> list:

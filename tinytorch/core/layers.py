@@ -295,7 +295,7 @@ def gelu(x: Tensor) -> Tensor:
     "GELU, tanh approximation (PyTorch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))."
     v = _flat(x.data, x.dtype if x.dtype.kind == "f" else np.float64)
     out, sig = np.empty_like(v), np.empty_like(v)
-    parallel_map(lambda c: _gelu_chunk(v[c], out[c], sig[c]), chunk_slices(v.size), nbytes=v.nbytes)
+    parallel_map(lambda c: _gelu_chunk(v[c], out[c], sig[c]), chunk_slices(v.size))
     return _result(out.reshape(x.shape), "gelu", (x,), sigmoid_2u=sig.reshape(x.shape))
 
 
@@ -304,7 +304,7 @@ def gelu_backward(grad, out, x, sigmoid_2u):
     sig = _flat(sigmoid_2u, sigmoid_2u.dtype)
     v, g = _flat(x.data, sig.dtype), _flat(grad, sig.dtype)
     slope = np.empty_like(sig)
-    parallel_map(lambda c: _gelu_backward_chunk(v[c], sig[c], g[c], slope[c]), chunk_slices(sig.size), nbytes=sig.nbytes)
+    parallel_map(lambda c: _gelu_backward_chunk(v[c], sig[c], g[c], slope[c]), chunk_slices(sig.size))
     return (slope.reshape(x.shape),)
 
 # %% ../../modules/03_layers/03_layers.ipynb #activation-modules
