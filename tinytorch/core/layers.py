@@ -261,7 +261,7 @@ def sigmoid_backward(grad, out, x):
 
 
 def _gelu_chunk(v, out, s):
-    "GELU of the chunk `v` as v·σ(2u), written into `out`, and σ(2u) into `s` (same shapes), with no other arrays made."
+    "GELU of the chunk `v` as v·σ(2u), written into `out`, and σ(2u) into `s` (same shapes), making no other array."
     np.multiply(v, v, out=s)      # -2u = -2·√(2/π)·v·(1 + 0.044715·v²), built in s;
     s *= -2 * _GELU_C * 0.044715  # `v ** 3` and a fresh array per step would cost four times as much
     s -= 2 * _GELU_C
