@@ -61,17 +61,21 @@ def _repeat(call, repeats: int, min_seconds: float = 0.5) -> list:
     return times
 
 
-def speed(sizes, repeats: int, torch=None) -> list[dict]:
+def speed(sizes, repeats: int, torch=None, rounds: int = 5) -> list[dict]:
     rows = []
     for n in sizes:
         shape = (SPEED["batch"], SPEED["heads"], n, SPEED["head_dim"])
         rng = np.random.default_rng(n)
         arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]   # Q, K, V, upstream gradient
         tensors = [torch.from_numpy(a) for a in arrays] if torch else None
-        # One library after the other, not alternating call by call: PyTorch's OpenMP threads spin for a while
-        # after each call, and numpy's BLAS threads starting then would compete with them.
-        ours = _repeat(lambda: _ours(arrays), repeats)
-        theirs = _repeat(lambda: _theirs(torch, tensors), repeats) if torch else []
+        # The libraries take turns in `rounds` blocks of calls, so that a change in the machine's speed during the
+        # measurement affects both alike. Not call by call: PyTorch's OpenMP threads spin for a while after each
+        # call, and numpy's BLAS threads starting then would compete with them.
+        ours, theirs = [], []
+        for _ in range(rounds):
+            ours += _repeat(lambda: _ours(arrays), -(-repeats // rounds), min_seconds=0.5 / rounds)
+            if torch:
+                theirs += _repeat(lambda: _theirs(torch, tensors), -(-repeats // rounds), min_seconds=0.5 / rounds)
         row = dict(benchmark="attention forward+backward", dtype="float32", batch=SPEED["batch"],
                    heads=SPEED["heads"], head_dim=SPEED["head_dim"], n=n, threads=threads(),
                    tinytorch_ms=1e3 * statistics.median(ours))
