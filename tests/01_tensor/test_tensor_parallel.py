@@ -51,3 +51,36 @@ def test_an_error_in_a_piece_reaches_the_caller_and_blas_is_restored():
         with pytest.raises(ValueError, match="piece 1 failed"):
             parallel_map(piece, range(3))
         assert num_threads() == 2
+
+
+def test_a_free_thread_takes_the_next_piece_so_a_slow_piece_holds_up_no_other():
+    # Piece 0 is slow; whichever thread took it, the other thread runs all the remaining pieces meanwhile
+    # (with fixed round-robin shares, the slow thread would still owe pieces 2, 4 and 6 afterwards).
+    started = threading.Event()
+
+    def piece(i):
+        if i == 0:
+            started.set()
+            threading.Event().wait(0.3)
+        else:
+            started.wait(10)
+        return threading.current_thread().name
+    with threadpool_limits(2, user_api="blas"):
+        names = parallel_map(piece, range(8))
+    assert len(set(names[1:])) == 1 and names[0] not in names[1:], names
+
+
+def test_every_piece_runs_exactly_once_and_none_after_the_return():
+    lock, calls = threading.Lock(), []
+
+    def piece(i):
+        with lock:
+            calls.append(i)
+        return i
+    with threadpool_limits(2, user_api="blas"):
+        for _ in range(200):
+            calls.clear()
+            assert parallel_map(piece, range(5)) == list(range(5))
+            assert sorted(calls) == list(range(5))
+    threading.Event().wait(0.05)
+    assert sorted(calls) == list(range(5))

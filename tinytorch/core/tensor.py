@@ -283,6 +283,7 @@ def reuse_freed_memory() -> bool:
     return libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 512 << 20) == 1
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #parallel-map
+import collections
 import contextlib
 import functools
 from concurrent.futures import ThreadPoolExecutor
@@ -318,8 +319,14 @@ def _one_blas_thread():
             library.set_num_threads(count)
 
 
-def _map(fn, pieces) -> list:
-    return [fn(piece) for piece in pieces]
+def _drain(fn, queue: collections.deque, results: list):
+    "Take (index, piece) pairs from the shared `queue` until it is empty, storing fn(piece) at results[index]."
+    while True:
+        try:
+            index, piece = queue.popleft()  # thread-safe: each piece is taken by exactly one thread
+        except IndexError:
+            return
+        results[index] = fn(piece)
 
 
 def parallel_map(fn, pieces) -> list:
@@ -327,19 +334,21 @@ def parallel_map(fn, pieces) -> list:
     pieces = list(pieces)
     threads = min(num_threads(), len(pieces))
     if threads <= 1:
-        return _map(fn, pieces)
-    shares = [pieces[t::threads] for t in range(threads)]
+        return [fn(piece) for piece in pieces]
+    queue, results = collections.deque(enumerate(pieces)), [None] * len(pieces)
     with _one_blas_thread():  # so inside, num_threads() is 1 and a nested parallel_map runs serially
-        others = [_pool(threads - 1).submit(_map, fn, share) for share in shares[1:]]
+        helpers = [_pool(threads - 1).submit(_drain, fn, queue, results) for _ in range(threads - 1)]
         try:
-            done = [_map(fn, shares[0])]
+            _drain(fn, queue, results)
+        except BaseException:
+            queue.clear()  # the helpers stop after their current piece
+            raise
         finally:
-            for future in others:  # never leave while other threads still work
-                future.exception()
-        done += [future.result() for future in others]
-    results = [None] * len(pieces)
-    for t, share_results in enumerate(done):
-        results[t::threads] = share_results
+            working = [helper for helper in helpers if not helper.cancel()]  # one not yet awake is not waited for
+            for helper in working:  # never leave while another thread still works
+                helper.exception()
+    for helper in working:
+        helper.result()  # raises a helper's error here
     return results
 
 
