@@ -104,7 +104,7 @@ def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
         row_max[row_max == -np.inf] = 0  # fully blocked row: exp(-inf - 0) = 0 instead of exp(nan)
     scores -= row_max
     np.exp(scores, out=scores)
-    total = scores.sum(axis=-1, keepdims=True)
+    total = (scores @ np.ones(scores.shape[-1], dtype=scores.dtype))[..., None]  # row sums, as in module 03
     if mask is not None:
         total[total == 0] = 1
     scores *= 1 / total
@@ -155,7 +155,7 @@ def attention_backward(grad, out, Q, K, V, weights, scale):
     dQ = np.empty(batch + Q.shape[-2:], dtype=Q.dtype) if Q.requires_grad else None
     dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype) if K.requires_grad else None
     dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype) if V.requires_grad else None
-    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
+    row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
     q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
     k = np.broadcast_to(K.data, batch + K.shape[-2:])
     v_t = np.broadcast_to(np.swapaxes(V.data, -1, -2), batch + V.shape[-1:] + V.shape[-2:-1])
@@ -371,7 +371,7 @@ def memory_efficient_attention_backward(grad, out, Q, K, V, lse, mask, causal, s
     dQ = np.zeros(batch + Q.shape[-2:], dtype=Q.dtype)
     dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype)
     dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype)
-    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
+    row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # D = rowsum(dO ⊙ O), no dO ⊙ O array
     for rows in _blocks(Q.shape[-2], block_size):
         q, dO = Q.data[..., rows, :] * scale, grad[..., rows, :]
         for cols in _blocks(K.shape[-2], block_size):
