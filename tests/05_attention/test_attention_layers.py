@@ -95,6 +95,27 @@ def test_every_parameter_receives_its_gradient(rng):
         assert p.grad is not None and p.grad.shape == p.shape and p.grad.dtype == np.float32, name
 
 
+def test_heads_split_and_merge_without_copies_forward_and_backward(rng, monkeypatch):
+    # The attention output takes Q's memory layout and its gradients take the layouts of Q, K and V, so every
+    # reshape between (B, n, E) and (B, H, n, E/H) is a view, in the forward pass and in the backward pass.
+    import tinytorch.core.autograd as autograd
+    views, reshape_backward = [], autograd.GRADIENTS["reshape"]
+
+    def spy(grad, out, x, **attrs):
+        result = reshape_backward(grad, out, x, **attrs)
+        views.append(np.shares_memory(result[0], grad))
+        return result
+    monkeypatch.setitem(autograd.GRADIENTS, "reshape", spy)
+    mha = MultiHeadAttention(16, 4)
+    attention_output = []
+    mha.merge_heads = lambda o, merge=mha.merge_heads: attention_output.append(o) or merge(o)
+    out = mha(Tensor(rng.normal(size=(2, 5, 16)).astype(np.float32)), create_causal_mask(5))
+    merged = out._node.inputs[0]
+    assert np.shares_memory(merged.data, attention_output[0].data)
+    out.backward(rng.normal(size=out.shape).astype(np.float32))
+    assert views == [True] * 4  # merge_heads, then q, k and v split back
+
+
 def test_float64_model_runs_in_float64(rng):
     mha = MultiHeadAttention(4, 2).to(np.float64)
     out, weights = mha(Tensor(rng.normal(size=(1, 3, 4))), return_weights=True)

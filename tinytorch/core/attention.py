@@ -127,6 +127,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     mask = None if mask is None else np.broadcast_to(mask, scores_shape)
     weights = np.empty(scores_shape, dtype=Q.dtype)
     output = np.empty(batch + (n, V.shape[-1]), dtype=Q.dtype)
+    if Q.shape == output.shape:  # Q's memory layout: heads split off as a view merge back without a copy
+        output = np.empty_like(Q.data)
 
     def fill(blocks):
         for index, rows in blocks:
@@ -149,12 +151,23 @@ def _scores_backward(d_scores, Q, K, scale):
     return dQ, dK
 
 
+def _gradient_array(x: Tensor, batch: tuple, fill=None):
+    """An array for x's gradient over the full `batch` (None if x needs none), `fill`-ed unless None. When x needs no
+    broadcasting it takes x's own memory layout: the gradient of heads split off as a transposed view
+    (`split_heads`) then reshapes back to (B, n, E) without a copy."""
+    if not x.requires_grad:
+        return None
+    shape = batch + x.shape[-2:]
+    array = np.empty_like(x.data) if x.shape == shape else np.empty(shape, dtype=x.dtype)
+    if fill is not None:
+        array[...] = fill
+    return array
+
+
 @register_gradient("attention")
 def attention_backward(grad, out, Q, K, V, weights, scale):
     batch = weights.shape[:-2]
-    dQ = np.empty(batch + Q.shape[-2:], dtype=Q.dtype) if Q.requires_grad else None
-    dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype) if K.requires_grad else None
-    dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype) if V.requires_grad else None
+    dQ, dK, dV = _gradient_array(Q, batch), _gradient_array(K, batch, 0), _gradient_array(V, batch, 0)
     row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
     q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
     k = np.broadcast_to(K.data, batch + K.shape[-2:])
