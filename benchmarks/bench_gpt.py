@@ -5,7 +5,8 @@
    both libraries, timed as the median of many steps and reported as a ratio (tinytorch time / PyTorch time).
 2. Opt-in (`--e2e`): the whole nanoGPT CPU run on a text file (2000 iterations, lr 1e-3 with warmup and cosine
    decay, evaluation every `--eval-every` steps), reporting the validation loss reached and the wall time of each
-   library. Both use the same batches.
+   library. Both use the same batches, and the two runs take turns between evaluations (each library's wall time is
+   the sum of its own turns), so the machine's drift over those minutes affects both alike.
 
     python benchmarks/bench_gpt.py                   # the step benchmark
     python benchmarks/bench_gpt.py --profile         # plus a cProfile of one tinytorch step: what dominates
@@ -171,9 +172,10 @@ def profile_step(steps: int = 20, top: int = 25, cfg=CONFIG) -> str:
 
 
 # --- 2. end to end -----------------------------------------------------------------------------------------------
-def train_text(library: str, text_path: str, iters: int = E2E["iters"], eval_every: int = 250, seed: int = 0,
-               log=print) -> dict:
-    "nanoGPT's CPU run with `library` ('tinytorch' or 'torch'): the validation loss reached and the wall time."
+def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every: int = 250, seed: int = 0,
+             log=print):
+    """nanoGPT's CPU run with `library` ('tinytorch' or 'torch'), as a generator that pauses after each evaluation
+    (so two runs can take turns); it returns the validation loss reached and the wall time spent while running."""
     text = load_text(text_path)
     tokenizer = CharTokenizer(text)
     ids = np.array(tokenizer.encode(text), dtype=np.int64)
@@ -208,12 +210,16 @@ def train_text(library: str, text_path: str, iters: int = E2E["iters"], eval_eve
                                  seed=seed + 1)["x"]
 
     rng = np.random.default_rng(seed)
-    curve, started = [], time.perf_counter()
+    curve, seconds, resumed = [], 0.0, time.perf_counter()
     for it in range(iters + 1):
         if it % eval_every == 0 or it == iters:
             val = evaluate(val_ids)
             curve.append((it, val))
-            log(f"{library:9s} iter {it:5d}: val loss {val:.4f}  ({time.perf_counter() - started:.0f} s)")
+            seconds += time.perf_counter() - resumed
+            log(f"{library:9s} iter {it:5d}: val loss {val:.4f}  ({seconds:.0f} s)")
+            if it < iters:
+                yield
+            resumed = time.perf_counter()
         if it == iters:
             break
         lr = lr_at(it, E2E["lr"], E2E["warmup"], iters, E2E["min_lr"])
@@ -225,16 +231,36 @@ def train_text(library: str, text_path: str, iters: int = E2E["iters"], eval_eve
         x, y = get_batch(train_ids, cfg["batch_size"], cfg["block_size"], rng)
         step(model, optimizer, x, y, grad_clip=E2E["grad_clip"])
     return {"benchmark": "gpt_tiny_shakespeare", "library": library, "iters": iters, "val_loss": curve[-1][1],
-            "seconds": time.perf_counter() - started, "curve": curve}
+            "seconds": seconds, "curve": curve}
+
+
+def side_by_side(runs: dict) -> dict:
+    """Drive several `training` generators (name -> generator) in turns, one evaluation interval each, so that a
+    change in the machine's speed during the minutes they take affects them alike. Returns name -> result."""
+    results, active = {}, dict(runs)
+    while active:
+        for name, run_ in list(active.items()):
+            try:
+                next(run_)
+            except StopIteration as done:
+                results[name] = done.value
+                del active[name]
+    return results
+
+
+def train_text(library: str, text_path: str, **kwargs) -> dict:
+    "The whole nanoGPT CPU run with one library: the validation loss reached and the wall time."
+    return side_by_side({library: training(library, text_path, **kwargs)})[library]
 
 
 def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E2E["iters"],
         eval_every: int = 250) -> list[dict]:
     "The step benchmark (few steps when `quick`); with `e2e`, also the end-to-end run on `text` for each library."
     results = [bench_step(steps=10, warmup=2) if quick else bench_step()]
-    if e2e:
-        for library in ("tinytorch", "torch") if torch_like_numpy() is not None else ("tinytorch",):
-            results.append(train_text(library, text, iters=iters, eval_every=eval_every))
+    if e2e:  # the two runs take turns between evaluations, every `eval_every` iterations
+        libraries = ("tinytorch", "torch") if torch_like_numpy() is not None else ("tinytorch",)
+        done = side_by_side({name: training(name, text, iters=iters, eval_every=eval_every) for name in libraries})
+        results += [done[name] for name in libraries]
     return results
 
 

@@ -43,3 +43,19 @@ def test_ab_alternates_which_version_runs_first_and_collects_every_run(monkeypat
     results = ab.compare({"old": "/a", "new": "/b"}, runs=3, steps=5, log=lambda *_: None)
     assert calls == ["/a", "/b", "/b", "/a", "/a", "/b"]
     assert [len(results["old"]), len(results["new"])] == [3, 3]
+
+
+def test_end_to_end_runs_take_turns_between_evaluations(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("To be, or not to be, that is the question.\n" * 200)
+    lines = []
+    libraries = ("tinytorch", "torch") if HAS_TORCH else ("tinytorch",)
+    runs = {name: bench_gpt.training(name, str(text), iters=4, eval_every=2, log=lines.append) for name in libraries}
+    results = bench_gpt.side_by_side(runs)
+    expected = [f"{name:9s} iter {it:5d}" for it in (0, 2, 4) for name in libraries]
+    assert [line[:len(expected[0])] for line in lines] == expected      # one evaluation interval each, in turns
+    for name in libraries:
+        r = results[name]
+        assert r["library"] == name and [it for it, _ in r["curve"]] == [0, 2, 4] and r["seconds"] > 0
+        assert r["val_loss"] == r["curve"][-1][1]
+    assert bench_gpt.train_text("tinytorch", str(text), iters=2, eval_every=2, log=lines.append)["iters"] == 2
