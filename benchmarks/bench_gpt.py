@@ -5,8 +5,8 @@
    both libraries, timed as the median of many steps and reported as a ratio (tinytorch time / PyTorch time).
 2. Opt-in (`--e2e`): the whole nanoGPT CPU run on a text file (2000 iterations, lr 1e-3 with warmup and cosine
    decay, evaluation every `--eval-every` steps), reporting the validation loss reached and the wall time of each
-   library. Both use the same batches, and the two runs take turns between evaluations (each library's wall time is
-   the sum of its own turns), so the machine's drift over those minutes affects both alike.
+   library. Both use the same batches, and the two runs take turns of 50 iterations (each library's wall time is the
+   sum of its own turns), so the machine's drift over those minutes affects both alike.
 
     python benchmarks/bench_gpt.py                   # the step benchmark
     python benchmarks/bench_gpt.py --profile         # plus a cProfile of one tinytorch step: what dominates
@@ -173,8 +173,8 @@ def profile_step(steps: int = 20, top: int = 25, cfg=CONFIG) -> str:
 
 # --- 2. end to end -----------------------------------------------------------------------------------------------
 def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every: int = 250, seed: int = 0,
-             log=print):
-    """nanoGPT's CPU run with `library` ('tinytorch' or 'torch'), as a generator that pauses after each evaluation
+             log=print, turn: int = 50):
+    """nanoGPT's CPU run with `library` ('tinytorch' or 'torch'), as a generator that pauses every `turn` iterations
     (so two runs can take turns); it returns the validation loss reached and the wall time spent while running."""
     text = load_text(text_path)
     tokenizer = CharTokenizer(text)
@@ -212,14 +212,14 @@ def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every
     rng = np.random.default_rng(seed)
     curve, seconds, resumed = [], 0.0, time.perf_counter()
     for it in range(iters + 1):
+        if it > 0 and it % turn == 0:  # the other run's turn; our clock stops meanwhile
+            seconds += time.perf_counter() - resumed
+            yield
+            resumed = time.perf_counter()
         if it % eval_every == 0 or it == iters:
             val = evaluate(val_ids)
             curve.append((it, val))
-            seconds += time.perf_counter() - resumed
-            log(f"{library:9s} iter {it:5d}: val loss {val:.4f}  ({seconds:.0f} s)")
-            if it < iters:
-                yield
-            resumed = time.perf_counter()
+            log(f"{library:9s} iter {it:5d}: val loss {val:.4f}  ({seconds + time.perf_counter() - resumed:.0f} s)")
         if it == iters:
             break
         lr = lr_at(it, E2E["lr"], E2E["warmup"], iters, E2E["min_lr"])
@@ -231,12 +231,12 @@ def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every
         x, y = get_batch(train_ids, cfg["batch_size"], cfg["block_size"], rng)
         step(model, optimizer, x, y, grad_clip=E2E["grad_clip"])
     return {"benchmark": "gpt_tiny_shakespeare", "library": library, "iters": iters, "val_loss": curve[-1][1],
-            "seconds": seconds, "curve": curve}
+            "seconds": seconds + time.perf_counter() - resumed, "curve": curve}
 
 
 def side_by_side(runs: dict) -> dict:
-    """Drive several `training` generators (name -> generator) in turns, one evaluation interval each, so that a
-    change in the machine's speed during the minutes they take affects them alike. Returns name -> result."""
+    """Drive several `training` generators (name -> generator) in turns, so that a change in the machine's speed
+    during the minutes they take affects them alike. Returns name -> result."""
     results, active = {}, dict(runs)
     while active:
         for name, run_ in list(active.items()):
@@ -257,7 +257,7 @@ def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E
         eval_every: int = 250) -> list[dict]:
     "The step benchmark (few steps when `quick`); with `e2e`, also the end-to-end run on `text` for each library."
     results = [bench_step(steps=10, warmup=2) if quick else bench_step()]
-    if e2e:  # the two runs take turns between evaluations, every `eval_every` iterations
+    if e2e:  # the two runs take turns, 50 iterations each
         libraries = ("tinytorch", "torch") if torch_like_numpy() is not None else ("tinytorch",)
         done = side_by_side({name: training(name, text, iters=iters, eval_every=eval_every) for name in libraries})
         results += [done[name] for name in libraries]

@@ -45,17 +45,19 @@ def test_ab_alternates_which_version_runs_first_and_collects_every_run(monkeypat
     assert [len(results["old"]), len(results["new"])] == [3, 3]
 
 
-def test_end_to_end_runs_take_turns_between_evaluations(tmp_path):
+def test_end_to_end_runs_take_turns_and_turns_change_no_result(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("To be, or not to be, that is the question.\n" * 200)
     lines = []
     libraries = ("tinytorch", "torch") if HAS_TORCH else ("tinytorch",)
-    runs = {name: bench_gpt.training(name, str(text), iters=4, eval_every=2, log=lines.append) for name in libraries}
+    runs = {name: bench_gpt.training(name, str(text), iters=4, eval_every=2, log=lines.append, turn=2)
+            for name in libraries}
     results = bench_gpt.side_by_side(runs)
     expected = [f"{name:9s} iter {it:5d}" for it in (0, 2, 4) for name in libraries]
-    assert [line[:len(expected[0])] for line in lines] == expected      # one evaluation interval each, in turns
+    assert [line[:len(expected[0])] for line in lines] == expected      # two iterations each, in turns
     for name in libraries:
         r = results[name]
         assert r["library"] == name and [it for it, _ in r["curve"]] == [0, 2, 4] and r["seconds"] > 0
         assert r["val_loss"] == r["curve"][-1][1]
-    assert bench_gpt.train_text("tinytorch", str(text), iters=2, eval_every=2, log=lines.append)["iters"] == 2
+    alone = bench_gpt.train_text("tinytorch", str(text), iters=4, eval_every=2, log=lines.append, turn=1)
+    assert alone["curve"] == results["tinytorch"]["curve"]             # the same run, however it is cut into turns
