@@ -41,6 +41,11 @@ def _attention_shapes(Q: Tensor, K: Tensor, V: Tensor, op: str = "attention") ->
     return batch + (Q.shape[-2], K.shape[-2])
 
 
+def _empty_in_layout_of(x: Tensor, shape: tuple) -> np.ndarray:
+    "An uninitialised array of `shape` and x's dtype, in x's own memory layout when x already has that shape."
+    return np.empty_like(x.data) if x.shape == shape else np.empty(shape, dtype=x.dtype)
+
+
 def _as_mask(mask, scores_shape: tuple, op: str = "attention"):
     "`mask` as a boolean numpy array that broadcasts to `scores_shape` (True = may attend); None stays None."
     if mask is None:
@@ -126,9 +131,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     v = np.broadcast_to(V.data, batch + V.shape[-2:])
     mask = None if mask is None else np.broadcast_to(mask, scores_shape)
     weights = np.empty(scores_shape, dtype=Q.dtype)
-    output = np.empty(batch + (n, V.shape[-1]), dtype=Q.dtype)
-    if Q.shape == output.shape:  # Q's memory layout: heads split off as a view merge back without a copy
-        output = np.empty_like(Q.data)
+    output = _empty_in_layout_of(Q, batch + (n, V.shape[-1]))  # heads split off as a view merge back without a copy
 
     def fill(blocks):
         for index, rows in blocks:
@@ -157,8 +160,7 @@ def _gradient_array(x: Tensor, batch: tuple, fill=None):
     (`split_heads`) then reshapes back to (B, n, E) without a copy."""
     if not x.requires_grad:
         return None
-    shape = batch + x.shape[-2:]
-    array = np.empty_like(x.data) if x.shape == shape else np.empty(shape, dtype=x.dtype)
+    array = _empty_in_layout_of(x, batch + x.shape[-2:])
     if fill is not None:
         array[...] = fill
     return array
