@@ -100,17 +100,18 @@ def _score_blocks(scores_shape: tuple, itemsize: int) -> list:
     return groups
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-forward
-def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
-    "Softmax over the last axis of `scores`, in place, over the keys `mask` allows; a fully blocked row gives zeros."
-    if mask is not None:
-        np.copyto(scores, -np.inf, where=~mask)
+def _masked_softmax(scores: np.ndarray, mask_bias) -> np.ndarray:
+    """Softmax over the last axis of `scores`, in place, after adding `mask_bias` (0 where a key is allowed, -inf
+    where it is blocked; None: all allowed). A fully blocked row gives zeros."""
+    if mask_bias is not None:
+        scores += mask_bias
     row_max = scores.max(axis=-1, keepdims=True)
-    if mask is not None:
+    if mask_bias is not None:
         row_max[row_max == -np.inf] = 0  # fully blocked row: exp(-inf - 0) = 0 instead of exp(nan)
     scores -= row_max
     np.exp(scores, out=scores)
     total = (scores @ np.ones(scores.shape[-1], dtype=scores.dtype))[..., None]  # row sums, as in module 03
-    if mask is not None:
+    if mask_bias is not None:
         total[total == 0] = 1
     scores *= 1 / total
     return scores
@@ -129,7 +130,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     q = np.broadcast_to(Q.data * scale, batch + (n, d_k))                     # scaling Q costs n·d, not n·m
     k_t = np.broadcast_to(np.swapaxes(K.data, -1, -2), batch + (d_k, m))
     v = np.broadcast_to(V.data, batch + V.shape[-2:])
-    mask = None if mask is None else np.broadcast_to(mask, scores_shape)
+    mask_bias = None if mask is None else np.broadcast_to(np.where(mask, 0, -np.inf).astype(Q.dtype), scores_shape)
     weights = np.empty(scores_shape, dtype=Q.dtype)
     output = _empty_in_layout_of(Q, batch + (n, V.shape[-1]))  # heads split off as a view merge back without a copy
 
@@ -138,7 +139,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
             block_rows = index + (rows, slice(None))
             block = weights[block_rows]
             np.matmul(q[block_rows], k_t[index], out=block)
-            _masked_softmax(block, None if mask is None else mask[block_rows])
+            _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])
             np.matmul(block, v[index], out=output[block_rows])
 
     parallel_map(fill, _score_blocks(scores_shape, Q.dtype.itemsize))
