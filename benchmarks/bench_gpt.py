@@ -96,8 +96,12 @@ def torch_model(cfg=CONFIG, seed=0, **adamw):
     return model, torch.optim.AdamW(model.parameters(), **adamw)
 
 
-def tinytorch_step(model, optimizer, x, y, grad_clip=None):
-    loss = cross_entropy(model(x), y)
+def tinytorch_forward(model, x, y):
+    return cross_entropy(model(x), y)
+
+
+def tinytorch_update(model, optimizer, loss, grad_clip=None):
+    "Backward from `loss`, gradient clipping if asked, and the optimizer step; returns the loss as a float."
     optimizer.zero_grad()
     loss.backward()
     if grad_clip:
@@ -106,10 +110,18 @@ def tinytorch_step(model, optimizer, x, y, grad_clip=None):
     return loss.item()
 
 
-def torch_step(model, optimizer, x, y, grad_clip=None):
+def tinytorch_step(model, optimizer, x, y, grad_clip=None):
+    return tinytorch_update(model, optimizer, tinytorch_forward(model, x, y), grad_clip)
+
+
+def torch_forward(model, x, y):
     torch = torch_like_numpy()
     logits = model(torch.from_numpy(x))
-    loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), torch.from_numpy(y).view(-1))
+    return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), torch.from_numpy(y).view(-1))
+
+
+def torch_update(model, optimizer, loss, grad_clip=None):
+    torch = torch_like_numpy()
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if grad_clip:
@@ -118,15 +130,27 @@ def torch_step(model, optimizer, x, y, grad_clip=None):
     return loss.item()
 
 
+def torch_step(model, optimizer, x, y, grad_clip=None):
+    return torch_update(model, optimizer, torch_forward(model, x, y), grad_clip)
+
+
 # --- 1. one training step ----------------------------------------------------------------------------------------
-def _time_step(step, model, optimizer, x, y) -> float:
+PHASES = {"tinytorch": (tinytorch_forward, tinytorch_update), "torch": (torch_forward, torch_update)}
+
+
+def _time_step(library: str, model, optimizer, x, y) -> tuple:
+    "Seconds of one training step's two phases: the forward pass with the loss, and backward + optimizer step."
+    forward, update = PHASES[library]
     started = time.perf_counter()
-    step(model, optimizer, x, y)
-    return time.perf_counter() - started
+    loss = forward(model, x, y)
+    forward_done = time.perf_counter()
+    update(model, optimizer, loss)
+    return forward_done - started, time.perf_counter() - forward_done
 
 
 def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10) -> dict:
-    """Median milliseconds per training step of each library on the same random batches.
+    """Median milliseconds per training step of each library on the same random batches, and of its two phases
+    (forward; backward + AdamW), so that a gap can be placed.
 
     The libraries take turns in blocks of `block` steps, so a change in the machine's load affects both alike.
     Not step by step: PyTorch's OpenMP threads keep spinning for a while after each parallel region, and numpy's
@@ -134,20 +158,22 @@ def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10) -
     rng = np.random.default_rng(0)
     data = rng.integers(0, cfg["vocab_size"], size=100_000)
     batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(warmup + steps)]
-    runners = {"tinytorch": (tinytorch_step, *tinytorch_model(cfg, lr=1e-3))}
+    models = {"tinytorch": tinytorch_model(cfg, lr=1e-3)}
     if torch_like_numpy() is not None:
-        runners["torch"] = (torch_step, *torch_model(cfg, lr=1e-3))
-    times = {name: [] for name in runners}
+        models["torch"] = torch_model(cfg, lr=1e-3)
+    times = {name: [] for name in models}
     for start in range(0, len(batches), block):
-        for name, (step, model, optimizer) in runners.items():
+        for name, (model, optimizer) in models.items():
             for i in range(start, min(start + block, len(batches))):
-                seconds = _time_step(step, model, optimizer, *batches[i])
+                phases = _time_step(name, model, optimizer, *batches[i])
                 if i >= warmup:
-                    times[name].append(seconds)
+                    times[name].append(phases)
     result = {"benchmark": "gpt_train_step", "config": dict(cfg), "dtype": "float32", "threads": threads(),
-              "steps": steps, "parameters": runners["tinytorch"][1].num_parameters()}
-    for name, seconds in times.items():
-        result[f"{name}_ms"] = 1e3 * statistics.median(seconds)
+              "steps": steps, "parameters": models["tinytorch"][0].num_parameters()}
+    for name, phases in times.items():
+        result[f"{name}_ms"] = 1e3 * statistics.median(forward + update for forward, update in phases)
+        result[f"{name}_forward_ms"] = 1e3 * statistics.median(forward for forward, _ in phases)
+        result[f"{name}_backward_ms"] = 1e3 * statistics.median(update for _, update in phases)
     if "torch" in times:
         result["ratio"] = result["tinytorch_ms"] / result["torch_ms"]
     return result
@@ -273,10 +299,15 @@ def report(results: list[dict]) -> str:
                          f"width {c['embed_dim']}, context {c['block_size']}, batch {c['batch_size']}, "
                          f"vocab {c['vocab_size']}; {r['parameters']:,} parameters; {r['dtype']}, "
                          f"{r['threads']} threads, median of {r['steps']})")
-            lines.append(f"  tinytorch {r['tinytorch_ms']:8.1f} ms")
-            if "torch_ms" in r:
-                lines.append(f"  pytorch   {r['torch_ms']:8.1f} ms")
-                lines.append(f"  ratio     {r['ratio']:8.2f} x  (tinytorch / pytorch; target <= 1.25)")
+            libraries = [name for name in ("tinytorch", "torch") if f"{name}_ms" in r]
+            lines.append("               step   forward   backward + AdamW   (medians, ms)")
+            for name in libraries:
+                lines.append(f"  {'pytorch' if name == 'torch' else name:9s} {r[f'{name}_ms']:8.1f}  "
+                             f"{r[f'{name}_forward_ms']:8.1f}  {r[f'{name}_backward_ms']:8.1f}")
+            if "ratio" in r:
+                phase_ratios = [r[f"tinytorch_{phase}_ms"] / r[f"torch_{phase}_ms"] for phase in ("forward", "backward")]
+                lines.append(f"  ratio     {r['ratio']:8.2f}  {phase_ratios[0]:8.2f}  {phase_ratios[1]:8.2f}   "
+                             "(tinytorch / pytorch; step target <= 1.25)")
             else:
                 lines.append("  pytorch   not installed: tinytorch measured alone")
         else:

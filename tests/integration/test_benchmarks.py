@@ -3,6 +3,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -17,12 +18,29 @@ TINY = dict(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, block_size=8
 
 def test_gpt_step_benchmark_reports_both_libraries_and_their_ratio():
     r = bench_gpt.bench_step(steps=3, warmup=1, cfg=TINY, block=2)
-    assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3 and r["tinytorch_ms"] > 0
+    assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3
+    libraries = ("tinytorch", "torch") if HAS_TORCH else ("tinytorch",)
+    for name in libraries:   # the step and its two phases, forward and backward + AdamW
+        assert min(r[f"{name}_ms"], r[f"{name}_forward_ms"], r[f"{name}_backward_ms"]) > 0
     if HAS_TORCH:
-        assert r["torch_ms"] > 0 and r["ratio"] == pytest.approx(r["tinytorch_ms"] / r["torch_ms"])
+        assert r["ratio"] == pytest.approx(r["tinytorch_ms"] / r["torch_ms"])
     else:
-        assert "ratio" not in r
-    assert "GPT training step" in bench_gpt.report([r])
+        assert "ratio" not in r and "torch_forward_ms" not in r
+    report = bench_gpt.report([r])
+    assert "GPT training step" in report and "forward" in report and ("not installed" in report) != HAS_TORCH
+
+
+def test_a_step_split_into_phases_is_the_same_step():
+    # forward, then backward + AdamW, as _time_step runs them, leaves the same weights as one tinytorch_step
+    rng = np.random.default_rng(0)
+    x, y = bench_gpt.get_batch(rng.integers(0, TINY["vocab_size"], size=500), 2, 8, rng)
+    (one, opt_one), (two, opt_two) = bench_gpt.tinytorch_model(TINY, lr=1e-2), bench_gpt.tinytorch_model(TINY, lr=1e-2)
+    loss = bench_gpt.tinytorch_step(one, opt_one, x, y)
+    forward_s, update_s = bench_gpt._time_step("tinytorch", two, opt_two, x, y)
+    assert forward_s > 0 and update_s > 0
+    for a, b in zip(one.parameters(), two.parameters()):
+        np.testing.assert_array_equal(a.data, b.data)
+    assert np.isfinite(loss)
 
 
 def test_attention_speed_benchmark_takes_turns_and_reports_ratios():
