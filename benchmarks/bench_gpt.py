@@ -300,13 +300,13 @@ def report(results: list[dict]) -> str:
                          f"vocab {c['vocab_size']}; {r['parameters']:,} parameters; {r['dtype']}, "
                          f"{r['threads']} threads, median of {r['steps']})")
             libraries = [name for name in ("tinytorch", "torch") if f"{name}_ms" in r]
-            lines.append("               step   forward   backward + AdamW   (medians, ms)")
+            lines.append(f"  {'':9s} {'step':>8s}  {'forward':>8s}  {'backward + AdamW':>16s}   (medians, ms)")
             for name in libraries:
                 lines.append(f"  {'pytorch' if name == 'torch' else name:9s} {r[f'{name}_ms']:8.1f}  "
-                             f"{r[f'{name}_forward_ms']:8.1f}  {r[f'{name}_backward_ms']:8.1f}")
+                             f"{r[f'{name}_forward_ms']:8.1f}  {r[f'{name}_backward_ms']:16.1f}")
             if "ratio" in r:
                 phase_ratios = [r[f"tinytorch_{phase}_ms"] / r[f"torch_{phase}_ms"] for phase in ("forward", "backward")]
-                lines.append(f"  ratio     {r['ratio']:8.2f}  {phase_ratios[0]:8.2f}  {phase_ratios[1]:8.2f}   "
+                lines.append(f"  ratio     {r['ratio']:8.2f}  {phase_ratios[0]:8.2f}  {phase_ratios[1]:16.2f}   "
                              "(tinytorch / pytorch; step target <= 1.25)")
             else:
                 lines.append("  pytorch   not installed: tinytorch measured alone")
