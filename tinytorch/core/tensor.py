@@ -352,7 +352,7 @@ def parallel_map(fn, pieces) -> list:
     return results
 
 
-def chunk_slices(size: int, chunk: int = 2 ** 16) -> list:
+def chunk_slices(size: int, chunk: int = 2 ** 18) -> list:
     "Slices that cut range(size) into consecutive chunks of `chunk` elements: pieces of elementwise work."
     return [slice(start, min(start + chunk, size)) for start in range(0, size, chunk)]
 
