@@ -5,8 +5,9 @@
 # %% auto #0
 __all__ = ['scaled_dot_product_attention', 'attention_backward', 'attention_weights_backward', 'create_causal_mask',
            'create_padding_mask', 'create_bidirectional_mask', 'SelfAttention', 'concat_rows_backward', 'KVCache',
-           'MultiHeadAttention', 'memory_efficient_attention', 'memory_efficient_attention_backward', 'lsh_buckets',
-           'lsh_attention']
+           'stacked_linear', 'stacked_linear_backward', 'packed_attention', 'packed_attention_backward',
+           'packed_attention_weights_backward', 'MultiHeadAttention', 'memory_efficient_attention',
+           'memory_efficient_attention_backward', 'lsh_buckets', 'lsh_attention']
 
 # %% ../../modules/05_attention/05_attention.ipynb #fb337bea
 import math
@@ -15,7 +16,7 @@ import numpy as np
 
 from .tensor import Tensor, _result, _data, parallel_map, num_threads
 from .autograd import register_gradient
-from .layers import Module, Linear
+from .layers import Module, Linear, _float_input, _column_sum
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-checks
 def _as_tensor(x) -> Tensor:
@@ -168,9 +169,9 @@ def _gradient_array(x: Tensor, batch: tuple, fill=None):
 
 
 @register_gradient("attention")
-def attention_backward(grad, out, Q, K, V, weights, scale):
+def attention_backward(grad, out, Q, K, V, weights, scale, into=None):
     batch = weights.shape[:-2]
-    dQ, dK, dV = _gradient_array(Q, batch), _gradient_array(K, batch, 0), _gradient_array(V, batch, 0)
+    dQ, dK, dV = into or (_gradient_array(Q, batch), _gradient_array(K, batch, 0), _gradient_array(V, batch, 0))
     row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
     q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
     k = np.broadcast_to(K.data, batch + K.shape[-2:])
@@ -278,6 +279,76 @@ class KVCache:
         "Forget everything (start a new sequence)."
         self.keys = self.values = None
 
+# %% ../../modules/05_attention/05_attention.ipynb #packed-attention
+def stacked_linear(x, linears) -> Tensor:
+    """`x` through several Linear layers (same input width) in one matrix product: their outputs side by side
+    along the last axis, equal to concatenating [layer(x) for layer in linears]."""
+    weights, biases = [layer.weight for layer in linears], [layer.bias for layer in linears]
+    x = _float_input("stacked_linear", x, weights[0])
+    if any(w.shape[0] != x.shape[-1] for w in weights):
+        raise ValueError(f"stacked_linear: the input has shape {x.shape}, but the layers' weights have shapes "
+                         f"{[w.shape for w in weights]}: every layer must take {x.shape[-1]} features")
+    if len({b is None for b in biases}) > 1:
+        raise ValueError("stacked_linear: either every layer has a bias or none has")
+    weight = np.concatenate([w.data for w in weights], axis=1)
+    out = x.data.reshape(-1, x.shape[-1]) @ weight
+    if biases[0] is not None:
+        out += np.concatenate([b.data for b in biases])
+    inputs = (x, *weights) if biases[0] is None else (x, *weights, *biases)
+    return _result(out.reshape(*x.shape[:-1], weight.shape[1]), "stacked_linear", inputs, weight=weight)
+
+
+@register_gradient("stacked_linear")
+def stacked_linear_backward(grad, out, x, *params, weight):
+    rows = grad.reshape(-1, grad.shape[-1])
+    layers = sum(p.ndim == 2 for p in params)                       # the weights come first, then any biases
+    cuts = np.cumsum([w.shape[1] for w in params[:layers]])[:-1]  # where one layer's columns end
+    grad_x = (rows @ weight.T).reshape(x.shape) if x.requires_grad else None
+    grad_weights = np.split(x.data.reshape(-1, x.shape[-1]).T @ rows, cuts, axis=1)
+    grad_biases = np.split(_column_sum(rows), cuts) if len(params) > layers else []
+    return (grad_x, *grad_weights, *grad_biases)
+
+
+def _packed_heads(qkv: np.ndarray, num_heads: int) -> tuple:
+    "(B, n, 3E) -> the heads of Q, K and V: three (B, H, n, E/H) views."
+    B, n, width = qkv.shape
+    return tuple(qkv.reshape(B, n, 3, num_heads, width // (3 * num_heads)).transpose(2, 0, 3, 1, 4))
+
+
+
+
+
+def packed_attention(qkv, num_heads: int, mask=None) -> tuple:
+    """Attention with `num_heads` heads on Q, K and V packed side by side in `qkv` (B, n, 3E), as `stacked_linear`
+    makes them. Returns (output (B, H, n, E/H), weights (B, H, n, n)), as scaled_dot_product_attention on the heads;
+    the gradient reaches qkv as one (B, n, 3E) array."""
+    qkv = _as_tensor(qkv)
+    if qkv.ndim != 3 or qkv.shape[-1] % (3 * num_heads):
+        raise ValueError(f"packed_attention: qkv must have shape (batch, length, 3 * embed_dim) with embed_dim "
+                         f"divisible by num_heads={num_heads}, got {qkv.shape}")
+    heads = [Tensor(h) for h in _packed_heads(qkv.data, num_heads)]  # no history: the ops below record on qkv
+    output, weights = scaled_dot_product_attention(*heads, mask)
+    scale = 1 / math.sqrt(heads[0].shape[-1])
+    return (_result(output.data, "packed_attention", (qkv,), weights=weights.data, num_heads=num_heads, scale=scale),
+            _result(weights.data, "packed_attention_weights", (qkv,), num_heads=num_heads, scale=scale))
+
+
+@register_gradient("packed_attention")
+def packed_attention_backward(grad, out, qkv, weights, num_heads, scale):
+    heads = [Tensor(h, requires_grad=True) for h in _packed_heads(qkv.data, num_heads)]
+    packed = np.zeros_like(qkv.data)  # attention_backward writes dQ, dK and dV straight into their columns
+    attention_backward(grad, out, *heads, weights, scale, into=_packed_heads(packed, num_heads))
+    return (packed,)
+
+
+@register_gradient("packed_attention_weights")
+def packed_attention_weights_backward(grad, out, qkv, num_heads, scale):
+    q, k, _ = [Tensor(h, requires_grad=True) for h in _packed_heads(qkv.data, num_heads)]
+    packed = np.zeros_like(qkv.data)
+    d_q, d_k, _ = _packed_heads(packed, num_heads)
+    d_q[...], d_k[...] = attention_weights_backward(grad, out, q, k, scale)
+    return (packed,)
+
 # %% ../../modules/05_attention/05_attention.ipynb #multi-head-attention
 class MultiHeadAttention(Module):
     "H attentions side by side on E/H-wide slices of Linear projections q_proj, k_proj, v_proj, mixed by out_proj."
@@ -319,11 +390,15 @@ class MultiHeadAttention(Module):
             raise ValueError(f"MultiHeadAttention: x {x.shape} and context {source.shape} have different batch sizes")
         if cache is not None and context is not None:
             raise ValueError("MultiHeadAttention: a KVCache is for self-attention; cache the context's keys yourself")
-        q = self.split_heads(self.q_proj(x))
-        k, v = self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
-        if cache is not None:
-            k, v = cache.update(k, v)
-        output, weights = scaled_dot_product_attention(q, k, v, mask)
+        if context is None and cache is None:  # self-attention: Q, K and V from one product (given, see above)
+            qkv = stacked_linear(x, (self.q_proj, self.k_proj, self.v_proj))
+            output, weights = packed_attention(qkv, self.num_heads, mask)
+        else:
+            q = self.split_heads(self.q_proj(x))
+            k, v = self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
+            if cache is not None:
+                k, v = cache.update(k, v)
+            output, weights = scaled_dot_product_attention(q, k, v, mask)
         output = self.out_proj(self.merge_heads(output))
         return (output, weights) if return_weights else output
 
