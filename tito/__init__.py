@@ -1,5 +1,5 @@
 import os as _os
 
-# Notebooks, tests and milestones that tito runs load numpy after this: give them OpenBLAS's short thread spin
+# Notebooks, tests and milestones that tito runs load numpy after this: give them OpenBLAS's shorter thread spin
 # (see tinytorch/__init__.py for why).
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "26")

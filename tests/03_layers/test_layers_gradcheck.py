@@ -131,11 +131,16 @@ def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gelu_in_many_chunks_on_one_or_two_threads(leaf, monkeypatch, threads):
-    # gelu hands chunks of the flat input to parallel_map: cut a small input into chunks of 5 (the last one short)
+    # gelu hands chunks of the flat input to parallel_map from _THREAD_NUMBERS numbers on: cut a small input into
+    # chunks of 5 (the last one short) and let it use the threads
     import tinytorch.core.layers as layers
     from threadpoolctl import threadpool_limits
     from tinytorch.core.tensor import chunk_slices
     monkeypatch.setattr(layers, "chunk_slices", lambda size: chunk_slices(size, chunk=5))
+    monkeypatch.setattr(layers, "_THREAD_NUMBERS", 1)
+    handed_over, parallel_map = [], layers.parallel_map
+    monkeypatch.setattr(layers, "parallel_map", lambda fn, pieces: handed_over.append(len(pieces)) or
+                        parallel_map(fn, pieces))
     with threadpool_limits(threads, user_api="blas"):
         x = leaf(3, 2, 4, scale=2.0)
         assert gradcheck(gelu, [x])
@@ -144,6 +149,17 @@ def test_gelu_in_many_chunks_on_one_or_two_threads(leaf, monkeypatch, threads):
         expected = 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
         np.testing.assert_allclose(gelu(t).data, expected, rtol=1e-12, atol=1e-15)
         assert gradcheck(gelu, [t])
+    assert handed_over and all(count == 5 for count in handed_over)  # 24 numbers: 5 chunks
+
+
+def test_gelu_stays_on_one_thread_below_the_threshold(monkeypatch):
+    import tinytorch.core.layers as layers
+    calls = []
+    monkeypatch.setattr(layers, "parallel_map", lambda fn, pieces: calls.append(len(pieces)))
+    gelu(Tensor(np.zeros(layers._THREAD_NUMBERS - 1, np.float32)))
+    assert calls == []
+    gelu(Tensor(np.zeros(layers._THREAD_NUMBERS, np.float32)))
+    assert calls == [len(layers.chunk_slices(layers._THREAD_NUMBERS))]
 
 
 def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):

@@ -73,7 +73,7 @@ def _blocks(length: int, size: int) -> list:
 
 
 _CACHE_BYTES = 2 ** 22   # a block of scores this big stays in the CPU cache while we work on it
-_THREAD_BYTES = 2 ** 18  # each thread's share of scores is at least this: waking a thread costs more for less
+_THREAD_BYTES = 2 ** 19  # each thread's share of scores is at least this: waking a thread costs more for less
 
 
 def _score_blocks(scores_shape: tuple, itemsize: int) -> list:

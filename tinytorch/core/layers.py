@@ -291,11 +291,20 @@ def _flat(a: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype).reshape(-1)
 
 
+_THREAD_NUMBERS = 2 ** 20  # fewer numbers than this stay on one thread: handing over costs more than it saves
+
+
+def _map_chunks(fn, size: int):
+    "fn(chunk) for each chunk of range(size): on every thread from _THREAD_NUMBERS numbers on, else on this one."
+    chunks = chunk_slices(size)
+    return parallel_map(fn, chunks) if size >= _THREAD_NUMBERS else [fn(chunk) for chunk in chunks]
+
+
 def gelu(x: Tensor) -> Tensor:
     "GELU, tanh approximation (PyTorch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))."
     v = _flat(x.data, x.dtype if x.dtype.kind == "f" else np.float64)
     out, sig = np.empty_like(v), np.empty_like(v)
-    parallel_map(lambda c: _gelu_chunk(v[c], out[c], sig[c]), chunk_slices(v.size))
+    _map_chunks(lambda c: _gelu_chunk(v[c], out[c], sig[c]), v.size)
     return _result(out.reshape(x.shape), "gelu", (x,), sigmoid_2u=sig.reshape(x.shape))
 
 
@@ -304,7 +313,7 @@ def gelu_backward(grad, out, x, sigmoid_2u):
     sig = _flat(sigmoid_2u, sigmoid_2u.dtype)
     v, g = _flat(x.data, sig.dtype), _flat(grad, sig.dtype)
     slope = np.empty_like(sig)
-    parallel_map(lambda c: _gelu_backward_chunk(v[c], sig[c], g[c], slope[c]), chunk_slices(sig.size))
+    _map_chunks(lambda c: _gelu_backward_chunk(v[c], sig[c], g[c], slope[c]), sig.size)
     return (slope.reshape(x.shape),)
 
 # %% ../../modules/03_layers/03_layers.ipynb #activation-modules
