@@ -315,9 +315,6 @@ def _packed_heads(qkv: np.ndarray, num_heads: int) -> tuple:
     return tuple(qkv.reshape(B, n, 3, num_heads, width // (3 * num_heads)).transpose(2, 0, 3, 1, 4))
 
 
-
-
-
 def packed_attention(qkv, num_heads: int, mask=None) -> tuple:
     """Attention with `num_heads` heads on Q, K and V packed side by side in `qkv` (B, n, 3E), as `stacked_linear`
     makes them. Returns (output (B, H, n, E/H), weights (B, H, n, n)), as scaled_dot_product_attention on the heads;
