@@ -129,39 +129,6 @@ def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
     assert gradcheck(fn, inputs)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_gelu_in_many_chunks_on_one_or_two_threads(leaf, monkeypatch, threads):
-    # gelu hands chunks of the flat input to parallel_map from _THREAD_NUMBERS numbers on: cut a small input into
-    # chunks of 5 (the last one short) and let it use the threads
-    import tinytorch.core.layers as layers
-    from threadpoolctl import threadpool_limits
-    from tinytorch.core.tensor import chunk_slices
-    monkeypatch.setattr(layers, "chunk_slices", lambda size: chunk_slices(size, chunk=5))
-    monkeypatch.setattr(layers, "_THREAD_NUMBERS", 1)
-    handed_over, parallel_map = [], layers.parallel_map
-    monkeypatch.setattr(layers, "parallel_map", lambda fn, pieces: handed_over.append(len(pieces)) or
-                        parallel_map(fn, pieces))
-    with threadpool_limits(threads, user_api="blas"):
-        x = leaf(3, 2, 4, scale=2.0)
-        assert gradcheck(gelu, [x])
-        t = Tensor(x.data.transpose(2, 0, 1), requires_grad=True)          # not contiguous
-        v = t.data
-        expected = 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
-        np.testing.assert_allclose(gelu(t).data, expected, rtol=1e-12, atol=1e-15)
-        assert gradcheck(gelu, [t])
-    assert handed_over and all(count == 5 for count in handed_over)  # 24 numbers: 5 chunks
-
-
-def test_gelu_stays_on_one_thread_below_the_threshold(monkeypatch):
-    import tinytorch.core.layers as layers
-    calls = []
-    monkeypatch.setattr(layers, "parallel_map", lambda fn, pieces: calls.append(len(pieces)))
-    gelu(Tensor(np.zeros(layers._THREAD_NUMBERS - 1, np.float32)))
-    assert calls == []
-    gelu(Tensor(np.zeros(layers._THREAD_NUMBERS, np.float32)))
-    assert calls == [len(layers.chunk_slices(layers._THREAD_NUMBERS))]
-
-
 def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):
     v = rng.normal(size=(3, 50_001)) * 3                                     # 150,003 numbers: two chunks and a bit
     x = Tensor(v, requires_grad=True)
@@ -176,20 +143,8 @@ def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_mean_and_column_sum_are_numpys_reductions_in_the_input_dtype(rng, dtype):
-    from tinytorch.core.layers import _column_sum, _row_mean
-    a, w = rng.normal(size=(2, 7, 5)).astype(dtype), rng.normal(size=5).astype(dtype)
-    tol = dict(rtol=1e-5 if dtype == np.float32 else 1e-12)
-    for got, expected in [(_row_mean(a), a.mean(axis=-1, keepdims=True)),
-                          (_row_mean(a, w), (a * w).mean(axis=-1, keepdims=True)),
-                          (_column_sum(a.reshape(-1, 5)), a.reshape(-1, 5).sum(axis=0))]:
-        assert got.dtype == dtype and got.shape == expected.shape
-        np.testing.assert_allclose(got, expected, **tol)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
-    # GELU(v) = v·σ(2u): e^(-2u) overflows to inf for v below about -10, which must give 0 with no warning
+    # no overflow, division by zero or invalid value anywhere, forward or backward, even at ±1e4
     v = np.array([-1e4, -60.0, -12.0, -9.0, -3.0, 0.0, 3.0, 12.0, 60.0, 1e4], dtype=dtype)
     x = Tensor(v, requires_grad=True)
     upstream = np.linspace(-1, 1, v.size).astype(dtype)
@@ -200,9 +155,9 @@ def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
     u = np.sqrt(2 / np.pi) * (w + 0.044715 * w ** 3)
     expected = 0.5 * w * (1 + np.tanh(u))
     derivative = 0.5 * (1 + np.tanh(u)) + 0.5 * w * (1 - np.tanh(u) ** 2) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * w ** 2)
-    # far left, both forms give numbers below 1e-20 (tanh rounds 1 + tanh u to 0, ours keeps about e^-64 at v = -9
-    # and exactly 0 once e^(-2u) overflows)
-    tol = dict(rtol=1e-6, atol=1e-20) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-20)
+    # far left the exact values are below 1e-20 and the tanh form rounds 1 + tanh u to 0; near v = -3, 1 + tanh u
+    # cancels, so float32 keeps about five digits there (PyTorch's tanh form does the same)
+    tol = dict(rtol=5e-5, atol=1e-20) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-20)
     assert out.dtype == dtype and x.grad.dtype == dtype
     np.testing.assert_allclose(out.data, expected, **tol)
     np.testing.assert_allclose(x.grad.data, upstream * derivative, **tol)

@@ -278,3 +278,10 @@ def test_cosine_warmup_drives_the_optimizer_lr():
 def test_cosine_warmup_rejects_bad_arguments(warmup, total, min_lr):
     with pytest.raises(ValueError):
         CosineWarmup(SGD([param([1.0])], lr=0.1), warmup, total, min_lr)
+
+
+@pytest.mark.parametrize("make", [lambda ps: SGD(ps, lr=0.1), lambda ps: Adam(ps), lambda ps: AdamW(ps)])
+def test_the_same_parameter_twice_is_a_clear_error(make):
+    w = Tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match="same parameter more than once"):
+        make([w, w])

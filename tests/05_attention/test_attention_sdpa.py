@@ -7,7 +7,6 @@ from tinytorch.core.attention import (create_bidirectional_mask, create_causal_m
 from tinytorch.core.autograd import gradcheck, no_grad
 from tinytorch.core.tensor import Tensor
 import tinytorch.core.attention as attention_module
-from threadpoolctl import threadpool_limits
 
 ROW_BLOCKED = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 1]], dtype=bool)   # (3, 5), row 1 blocked
 MASKS = {
@@ -189,56 +188,3 @@ def test_bidirectional_mask_is_the_same_as_no_mask(rng):
     Q, K, V = (Tensor(rng.normal(size=(5, 3))) for _ in range(3))
     np.testing.assert_array_equal(scaled_dot_product_attention(Q, K, V, create_bidirectional_mask(5))[0].data,
                                   scaled_dot_product_attention(Q, K, V)[0].data)
-
-
-@pytest.fixture
-def tiny_blocks(monkeypatch):
-    "Make the op cut even tiny score matrices into several row blocks (as it does for long sequences)."
-    monkeypatch.setattr(attention_module, "_CACHE_BYTES", 100)
-
-
-@pytest.fixture(params=[1, 2], ids=["one thread", "two threads"])
-def threads(request, monkeypatch):
-    "Run the op on one thread, or on two even for tiny inputs (BLAS raised to two threads, as in the benchmarks)."
-    if request.param == 1:
-        yield 1
-        return
-    monkeypatch.setattr(attention_module, "_THREAD_BYTES", 1)
-    with threadpool_limits(2, user_api="blas"):
-        yield 2
-
-
-@pytest.mark.parametrize("name", MASKS)
-def test_row_blocks_give_the_same_values_and_gradients(leaf, reference, tiny_blocks, threads, name):
-    mask = MASKS[name]
-    Q, K, V = leaf(2, 1, 3, 4), leaf(2, 1, 5, 4), leaf(2, 2, 5, 2)
-    groups = attention_module._score_blocks((2, 2, 3, 5), 8)
-    assert len(groups) == threads                                          # one group per thread
-    assert sum(map(len, groups)) == 2 * 2 * 2                              # per (batch, head): rows 0-1, 2
-    out, weights = scaled_dot_product_attention(Q, K, V, mask)
-    expected_out, expected_weights = reference(Q, K, V, mask)
-    np.testing.assert_allclose(out.data, expected_out, atol=1e-12)
-    assert weights.shape == (2, 2, 3, 5)                       # the scores' batch shape includes V's
-    np.testing.assert_allclose(weights.data, np.broadcast_to(expected_weights, weights.shape), atol=1e-12)
-    assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[0], [Q, K, V])
-    assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[1], [Q, K, V])
-
-
-@pytest.mark.parametrize("scores_shape", [(7, 5), (1, 1, 9, 4), (3, 1, 6, 6), (1, 5, 2, 8, 3), (4, 2, 64, 64)])
-@pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("cache_bytes", [100, 2 ** 22])
-def test_score_blocks_cover_every_score_once_in_groups_that_share_no_matrix(monkeypatch, scores_shape, threads,
-                                                                           cache_bytes):
-    monkeypatch.setattr(attention_module, "_CACHE_BYTES", cache_bytes)
-    monkeypatch.setattr(attention_module, "_THREAD_BYTES", 1)
-    monkeypatch.setattr(attention_module, "num_threads", lambda: threads)
-    groups = attention_module._score_blocks(scores_shape, 8)
-    assert 1 <= len(groups) <= threads
-    covered = np.zeros(scores_shape, int)
-    owner = np.full(scores_shape[:-2], -1)                  # which group touches each (n, m) matrix
-    for g, blocks in enumerate(groups):
-        for index, rows in blocks:
-            covered[index + (rows, slice(None))] += 1
-            assert np.all(np.isin(owner[index], (-1, g))), "two groups write to the same matrix"
-            owner[index] = g
-    assert np.all(covered == 1)

@@ -5,18 +5,17 @@
 # %% auto #0
 __all__ = ['scaled_dot_product_attention', 'attention_backward', 'attention_weights_backward', 'create_causal_mask',
            'create_padding_mask', 'create_bidirectional_mask', 'SelfAttention', 'concat_rows_backward', 'KVCache',
-           'stacked_linear', 'stacked_linear_backward', 'packed_attention', 'packed_attention_backward',
-           'packed_attention_weights_backward', 'MultiHeadAttention', 'memory_efficient_attention',
-           'memory_efficient_attention_backward', 'lsh_buckets', 'lsh_attention']
+           'MultiHeadAttention', 'memory_efficient_attention', 'memory_efficient_attention_backward', 'lsh_buckets',
+           'lsh_attention']
 
-# %% ../../modules/05_attention/05_attention.ipynb #fb337bea
+# %% ../../modules/05_attention/05_attention.ipynb #1959d835
 import math
 
 import numpy as np
 
-from .tensor import Tensor, _result, _data, parallel_map, num_threads
+from .tensor import Tensor, _result, _data, kernel
 from .autograd import register_gradient
-from .layers import Module, Linear, _float_input, _column_sum
+from .layers import Module, Linear
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-checks
 def _as_tensor(x) -> Tensor:
@@ -40,11 +39,6 @@ def _attention_shapes(Q: Tensor, K: Tensor, V: Tensor, op: str = "attention") ->
     except ValueError:
         raise ValueError(f"{op}: the batch axes of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast") from None
     return batch + (Q.shape[-2], K.shape[-2])
-
-
-def _empty_in_layout_of(x: Tensor, shape: tuple) -> np.ndarray:
-    "An uninitialised array of `shape` and x's dtype, in x's own memory layout when x already has that shape."
-    return np.empty_like(x.data) if x.shape == shape else np.empty(shape, dtype=x.dtype)
 
 
 def _as_mask(mask, scores_shape: tuple, op: str = "attention"):
@@ -72,78 +66,32 @@ def _blocks(length: int, size: int) -> list:
     return [slice(start, min(start + size, length)) for start in range(0, length, size)]
 
 
-_CACHE_BYTES = 2 ** 22   # a block of scores this big stays in the CPU cache while we work on it
-_THREAD_BYTES = 2 ** 19  # each thread's share of scores is at least this: waking a thread costs more for less
-
-
-def _score_blocks(scores_shape: tuple, itemsize: int) -> list:
-    """The scores (..., n, m) cut into blocks (batch index, query rows) of at most about _CACHE_BYTES, in at most
-    num_threads() groups that split the first batch axis longer than 1. Different groups never touch the same
-    matrix, so they can run at once. Within a group: all of it at once if it fits, else one (n, m) matrix at a
-    time, cut into row blocks if that is too big."""
-    batch, (n, m) = scores_shape[:-2], scores_shape[-2:]
-    row_bytes = max(1, m * itemsize)
-    total = math.prod(batch) * n * row_bytes
-    axis = next((a for a, size in enumerate(batch) if size > 1), None)
-    length = 1 if axis is None else batch[axis]
-    count = min(num_threads(), length, max(1, total // _THREAD_BYTES))
-    rows = _blocks(n, max(1, _CACHE_BYTES // row_bytes))
-    groups = []
-    per_group = -(-length // count)  # ceil(length / count) batch entries per group
-    for lo in range(0, length, per_group):
-        hi = min(lo + per_group, length)
-        if total // length * (hi - lo) <= _CACHE_BYTES:
-            index = (Ellipsis,) if axis is None else (slice(None),) * axis + (slice(lo, hi), Ellipsis)
-            groups.append([(index, slice(0, n))])
-        else:
-            groups.append([(index, r) for index in np.ndindex(*batch) if axis is None or lo <= index[axis] < hi
-                           for r in rows])
-    return groups
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-forward
-def _masked_softmax(scores: np.ndarray, mask_bias) -> np.ndarray:
-    """Softmax over the last axis of `scores`, in place, after adding `mask_bias` (0 where a key is allowed, -inf
-    where it is blocked; None: all allowed). A fully blocked row gives zeros."""
-    if mask_bias is not None:
-        scores += mask_bias
+def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
+    """Softmax over the last axis of `scores` over the keys `mask` allows (True = may attend; None: all).
+    A fully blocked row gives zeros."""
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
-    if mask_bias is not None:
-        row_max[row_max == -np.inf] = 0  # fully blocked row: exp(-inf - 0) = 0 instead of exp(nan)
-    scores -= row_max
-    np.exp(scores, out=scores)
-    total = (scores @ np.ones(scores.shape[-1], dtype=scores.dtype))[..., None]  # row sums, as in module 03
-    if mask_bias is not None:
-        total[total == 0] = 1
-    scores *= 1 / total
-    return scores
+    row_max = np.where(row_max == -np.inf, 0, row_max)  # fully blocked row: exp(-inf - 0) = 0, not exp(nan)
+    e = np.exp(scores - row_max)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total == 0, 1, total)
 
 
+@kernel("scaled_dot_product_attention")
 def scaled_dot_product_attention(Q, K, V, mask=None):
     """softmax(Q Kᵀ / √d_k) V over the keys `mask` allows (True = may attend). Returns (output, weights).
 
     Q (..., n, d_k), K (..., m, d_k), V (..., m, d_v) -> output (..., n, d_v), weights (..., n, m).
     """
     Q, K, V = _as_tensor(Q), _as_tensor(K), _as_tensor(V)
-    scores_shape = _attention_shapes(Q, K, V)
-    mask = _as_mask(mask, scores_shape)
-    batch, (n, m), d_k = scores_shape[:-2], scores_shape[-2:], Q.shape[-1]
-    scale = 1 / math.sqrt(d_k)
-    q = np.broadcast_to(Q.data * scale, batch + (n, d_k))                     # scaling Q costs n·d, not n·m
-    k_t = np.broadcast_to(np.swapaxes(K.data, -1, -2), batch + (d_k, m))
-    v = np.broadcast_to(V.data, batch + V.shape[-2:])
-    mask_bias = None if mask is None else np.broadcast_to(np.where(mask, 0, -np.inf).astype(Q.dtype), scores_shape)
-    weights = np.empty(scores_shape, dtype=Q.dtype)
-    output = _empty_in_layout_of(Q, batch + (n, V.shape[-1]))  # heads split off as a view merge back without a copy
-
-    def fill(blocks):
-        for index, rows in blocks:
-            block_rows = index + (rows, slice(None))
-            block = weights[block_rows]
-            np.matmul(q[block_rows], k_t[index], out=block)
-            _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])
-            np.matmul(block, v[index], out=output[block_rows])
-
-    parallel_map(fill, _score_blocks(scores_shape, Q.dtype.itemsize))
+    mask = _as_mask(mask, _attention_shapes(Q, K, V))
+    scale = 1 / math.sqrt(Q.shape[-1])
+    scores = (Q.data * scale) @ np.swapaxes(K.data, -1, -2)  # scaling Q costs n·d_k, scaling S would cost n·m
+    weights = _masked_softmax(scores, mask)
+    output = weights @ V.data
     return (_result(output, "attention", (Q, K, V), weights=weights, scale=scale),
             _result(weights, "attention_weights", (Q, K), scale=scale))
 
@@ -156,46 +104,13 @@ def _scores_backward(d_scores, Q, K, scale):
     return dQ, dK
 
 
-def _gradient_array(x: Tensor, batch: tuple, fill=None):
-    """An array for x's gradient over the full `batch` (None if x needs none), `fill`-ed unless None. When x needs no
-    broadcasting it takes x's own memory layout: the gradient of heads split off as a transposed view
-    (`split_heads`) then reshapes back to (B, n, E) without a copy."""
-    if not x.requires_grad:
-        return None
-    array = _empty_in_layout_of(x, batch + x.shape[-2:])
-    if fill is not None:
-        array[...] = fill
-    return array
-
-
 @register_gradient("attention")
-def attention_backward(grad, out, Q, K, V, weights, scale, into=None):
-    batch = weights.shape[:-2]
-    dQ, dK, dV = into or (_gradient_array(Q, batch), _gradient_array(K, batch, 0), _gradient_array(V, batch, 0))
-    row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
-    q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
-    k = np.broadcast_to(K.data, batch + K.shape[-2:])
-    v_t = np.broadcast_to(np.swapaxes(V.data, -1, -2), batch + V.shape[-1:] + V.shape[-2:-1])
-
-    def fill(blocks):
-        for index, rows in blocks:
-            block_rows = index + (rows, slice(None))
-            p, d_out = weights[block_rows], grad[block_rows]
-            if dV is not None:
-                dV[index] += np.swapaxes(p, -1, -2) @ d_out
-            if dQ is None and dK is None:
-                continue
-            d_scores = d_out @ v_t[index]           # dP for this block
-            d_scores -= row_dot[block_rows]
-            d_scores *= p                           # dS = P ⊙ (dP − rowsum)
-            if dQ is not None:
-                np.matmul(d_scores, k[index], out=dQ[block_rows])
-            if dK is not None:
-                dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]
-
-    parallel_map(fill, _score_blocks(weights.shape, weights.dtype.itemsize))
-    if dQ is not None:
-        dQ *= scale
+def attention_backward(grad, out, Q, K, V, weights, scale):
+    dV = np.swapaxes(weights, -1, -2) @ grad if V.requires_grad else None
+    d_weights = grad @ np.swapaxes(V.data, -1, -2)                             # dP
+    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)                  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
+    d_scores = weights * (d_weights - row_dot)                                 # dS
+    dQ, dK = _scores_backward(d_scores, Q, K, scale)
     return dQ, dK, dV
 
 
@@ -279,73 +194,6 @@ class KVCache:
         "Forget everything (start a new sequence)."
         self.keys = self.values = None
 
-# %% ../../modules/05_attention/05_attention.ipynb #packed-attention
-def stacked_linear(x, linears) -> Tensor:
-    """`x` through several Linear layers (same input width) in one matrix product: their outputs side by side
-    along the last axis, equal to concatenating [layer(x) for layer in linears]."""
-    weights, biases = [layer.weight for layer in linears], [layer.bias for layer in linears]
-    x = _float_input("stacked_linear", x, weights[0])
-    if any(w.shape[0] != x.shape[-1] for w in weights):
-        raise ValueError(f"stacked_linear: the input has shape {x.shape}, but the layers' weights have shapes "
-                         f"{[w.shape for w in weights]}: every layer must take {x.shape[-1]} features")
-    if len({b is None for b in biases}) > 1:
-        raise ValueError("stacked_linear: either every layer has a bias or none has")
-    weight = np.concatenate([w.data for w in weights], axis=1)
-    out = x.data.reshape(-1, x.shape[-1]) @ weight
-    if biases[0] is not None:
-        out += np.concatenate([b.data for b in biases])
-    inputs = (x, *weights) if biases[0] is None else (x, *weights, *biases)
-    return _result(out.reshape(*x.shape[:-1], weight.shape[1]), "stacked_linear", inputs, weight=weight)
-
-
-@register_gradient("stacked_linear")
-def stacked_linear_backward(grad, out, x, *params, weight):
-    rows = grad.reshape(-1, grad.shape[-1])
-    layers = sum(p.ndim == 2 for p in params)                       # the weights come first, then any biases
-    cuts = np.cumsum([w.shape[1] for w in params[:layers]])[:-1]  # where one layer's columns end
-    grad_x = (rows @ weight.T).reshape(x.shape) if x.requires_grad else None
-    grad_weights = np.split(x.data.reshape(-1, x.shape[-1]).T @ rows, cuts, axis=1)
-    grad_biases = np.split(_column_sum(rows), cuts) if len(params) > layers else []
-    return (grad_x, *grad_weights, *grad_biases)
-
-
-def _packed_heads(qkv: np.ndarray, num_heads: int) -> tuple:
-    "(B, n, 3E) -> the heads of Q, K and V: three (B, H, n, E/H) views."
-    B, n, width = qkv.shape
-    return tuple(qkv.reshape(B, n, 3, num_heads, width // (3 * num_heads)).transpose(2, 0, 3, 1, 4))
-
-
-def packed_attention(qkv, num_heads: int, mask=None) -> tuple:
-    """Attention with `num_heads` heads on Q, K and V packed side by side in `qkv` (B, n, 3E), as `stacked_linear`
-    makes them. Returns (output (B, H, n, E/H), weights (B, H, n, n)), as scaled_dot_product_attention on the heads;
-    the gradient reaches qkv as one (B, n, 3E) array."""
-    qkv = _as_tensor(qkv)
-    if qkv.ndim != 3 or qkv.shape[-1] % (3 * num_heads):
-        raise ValueError(f"packed_attention: qkv must have shape (batch, length, 3 * embed_dim) with embed_dim "
-                         f"divisible by num_heads={num_heads}, got {qkv.shape}")
-    heads = [Tensor(h) for h in _packed_heads(qkv.data, num_heads)]  # no history: the ops below record on qkv
-    output, weights = scaled_dot_product_attention(*heads, mask)
-    scale = 1 / math.sqrt(heads[0].shape[-1])
-    return (_result(output.data, "packed_attention", (qkv,), weights=weights.data, num_heads=num_heads, scale=scale),
-            _result(weights.data, "packed_attention_weights", (qkv,), num_heads=num_heads, scale=scale))
-
-
-@register_gradient("packed_attention")
-def packed_attention_backward(grad, out, qkv, weights, num_heads, scale):
-    heads = [Tensor(h, requires_grad=True) for h in _packed_heads(qkv.data, num_heads)]
-    packed = np.zeros_like(qkv.data)  # attention_backward writes dQ, dK and dV straight into their columns
-    attention_backward(grad, out, *heads, weights, scale, into=_packed_heads(packed, num_heads))
-    return (packed,)
-
-
-@register_gradient("packed_attention_weights")
-def packed_attention_weights_backward(grad, out, qkv, num_heads, scale):
-    q, k, _ = [Tensor(h, requires_grad=True) for h in _packed_heads(qkv.data, num_heads)]
-    packed = np.zeros_like(qkv.data)
-    d_q, d_k, _ = _packed_heads(packed, num_heads)
-    d_q[...], d_k[...] = attention_weights_backward(grad, out, q, k, scale)
-    return (packed,)
-
 # %% ../../modules/05_attention/05_attention.ipynb #multi-head-attention
 class MultiHeadAttention(Module):
     "H attentions side by side on E/H-wide slices of Linear projections q_proj, k_proj, v_proj, mixed by out_proj."
@@ -387,15 +235,11 @@ class MultiHeadAttention(Module):
             raise ValueError(f"MultiHeadAttention: x {x.shape} and context {source.shape} have different batch sizes")
         if cache is not None and context is not None:
             raise ValueError("MultiHeadAttention: a KVCache is for self-attention; cache the context's keys yourself")
-        if context is None and cache is None:  # self-attention: Q, K and V from one product (given, see above)
-            qkv = stacked_linear(x, (self.q_proj, self.k_proj, self.v_proj))
-            output, weights = packed_attention(qkv, self.num_heads, mask)
-        else:
-            q = self.split_heads(self.q_proj(x))
-            k, v = self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
-            if cache is not None:
-                k, v = cache.update(k, v)
-            output, weights = scaled_dot_product_attention(q, k, v, mask)
+        q = self.split_heads(self.q_proj(x))
+        k, v = self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
+        if cache is not None:
+            k, v = cache.update(k, v)
+        output, weights = scaled_dot_product_attention(q, k, v, mask)
         output = self.out_proj(self.merge_heads(output))
         return (output, weights) if return_weights else output
 
@@ -436,11 +280,10 @@ def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 128, causal
             s = q @ np.swapaxes(K.data[..., cols, :], -1, -2)
             allowed = _tile_mask(mask, causal, rows, cols)
             if allowed is not None:
-                np.copyto(s, -np.inf, where=~allowed)
+                s = np.where(allowed, s, -np.inf)
             new_max = np.maximum(row_max, s.max(axis=-1, keepdims=True))
             shift = np.where(new_max == -np.inf, 0, new_max)  # rows blocked so far: no NaN from -inf + inf
-            s -= shift
-            p = np.exp(s, out=s)                              # in place: one tile of memory
+            p = np.exp(s - shift)
             rescale = np.exp(row_max - shift)
             row_sum = row_sum * rescale + p.sum(axis=-1, keepdims=True)
             acc *= rescale
@@ -459,7 +302,7 @@ def memory_efficient_attention_backward(grad, out, Q, K, V, lse, mask, causal, s
     dQ = np.zeros(batch + Q.shape[-2:], dtype=Q.dtype)
     dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype)
     dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype)
-    row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # D = rowsum(dO ⊙ O), no dO ⊙ O array
+    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
     for rows in _blocks(Q.shape[-2], block_size):
         q, dO = Q.data[..., rows, :] * scale, grad[..., rows, :]
         for cols in _blocks(K.shape[-2], block_size):
@@ -467,13 +310,10 @@ def memory_efficient_attention_backward(grad, out, Q, K, V, lse, mask, causal, s
             s = q @ np.swapaxes(k, -1, -2)
             allowed = _tile_mask(mask, causal, rows, cols)
             if allowed is not None:
-                np.copyto(s, -np.inf, where=~allowed)
-            s -= lse[..., rows, :]
-            p = np.exp(s, out=s)               # the tile's weights, recomputed (lse = inf: a row of zeros)
+                s = np.where(allowed, s, -np.inf)
+            p = np.exp(s - lse[..., rows, :])  # the tile's weights, recomputed (lse = inf: a row of zeros)
             dV[..., cols, :] += np.swapaxes(p, -1, -2) @ dO
-            ds = dO @ np.swapaxes(v, -1, -2)
-            ds -= row_dot[..., rows, :]
-            ds *= p                            # dS = P ⊙ (dP − D)
+            ds = p * (dO @ np.swapaxes(v, -1, -2) - row_dot[..., rows, :])  # dS = P ⊙ (dP − D)
             dQ[..., rows, :] += (ds @ k) * scale
             dK[..., cols, :] += np.swapaxes(ds, -1, -2) @ q  # q already carries the scale
     return dQ, dK, dV

@@ -9,12 +9,12 @@ __all__ = ['Parameter', 'Module', 'manual_seed', 'get_rng', 'uniform_', 'xavier_
            'Softmax', 'embedding', 'embedding_backward', 'Embedding', 'layer_norm', 'layer_norm_backward', 'LayerNorm',
            'Dropout', 'Sequential']
 
-# %% ../../modules/03_layers/03_layers.ipynb #a7c51db0
+# %% ../../modules/03_layers/03_layers.ipynb #da26fff1
 import math
 
 import numpy as np
 
-from .tensor import Tensor, _result, chunk_slices, parallel_map
+from .tensor import Tensor, _result, kernel
 from .autograd import register_gradient
 
 # %% ../../modules/03_layers/03_layers.ipynb #parameter
@@ -193,16 +193,12 @@ def _float_input(layer: str, x, like: Tensor) -> Tensor:
     return x
 
 
-def _column_sum(rows: np.ndarray) -> np.ndarray:
-    "rows.sum(axis=0) of a 2-D array, as one vector-matrix product [1, ..., 1] @ rows."
-    return np.ones(rows.shape[0], dtype=rows.dtype) @ rows
-
-
+@kernel("linear")
 def linear(x: Tensor, weight: Tensor, bias: Tensor = None) -> Tensor:
     "x @ weight + bias over the last axis of x, as one op: weight (in, out), bias (out,) or None."
     out = x.data.reshape(-1, x.shape[-1]) @ weight.data
     if bias is not None:
-        out += bias.data
+        out = out + bias.data
     inputs = (x, weight) if bias is None else (x, weight, bias)
     return _result(out.reshape(*x.shape[:-1], weight.shape[1]), "linear", inputs)
 
@@ -212,7 +208,7 @@ def linear_backward(grad, out, x, weight, bias=None):
     rows = grad.reshape(-1, grad.shape[-1])
     grad_x = (rows @ weight.data.T).reshape(x.shape) if x.requires_grad else None
     grad_w = x.data.reshape(-1, x.shape[-1]).T @ rows
-    return (grad_x, grad_w) if bias is None else (grad_x, grad_w, _column_sum(rows))
+    return (grad_x, grad_w) if bias is None else (grad_x, grad_w, rows.sum(axis=0))
 
 
 class Linear(Module):
@@ -260,61 +256,21 @@ def sigmoid_backward(grad, out, x):
     return (grad * out.data * (1 - out.data),)
 
 
-def _gelu_chunk(v, out, s):
-    "GELU of the chunk `v` as v·σ(2u), written into `out`, and σ(2u) into `s` (same shapes), making no other array."
-    np.multiply(v, v, out=s)      # -2u = -2·√(2/π)·v·(1 + 0.044715·v²), built in s;
-    s *= -2 * _GELU_C * 0.044715  # `v ** 3` and a fresh array per step would cost four times as much
-    s -= 2 * _GELU_C
-    s *= v
-    with np.errstate(over="ignore"):  # below v ≈ -10, e^(-2u) = inf and σ(2u) = 1/inf = 0: the exact limit
-        np.exp(s, out=s)          # one exp: half the cost of tanh
-    s += 1
-    np.reciprocal(s, out=s)       # σ(2u) = 1 / (1 + e^(-2u))
-    np.multiply(v, s, out=out)
-
-
-def _gelu_backward_chunk(v, s, grad, out):
-    "The gradient of GELU for the chunk `v` (with s = σ(2u) and the upstream `grad`), written into `out`."
-    # d/dv = s + v·2s(1 - s)·du/dv, with du/dv = √(2/π)·(1 + 3·0.044715·v²)
-    np.multiply(v, v, out=out)
-    out *= 2 * _GELU_C * 3 * 0.044715
-    out += 2 * _GELU_C
-    out *= v                      # 2v·du/dv
-    out *= 1 - s
-    out += 1
-    out *= s
-    out *= grad
-
-
-def _flat(a: np.ndarray, dtype) -> np.ndarray:
-    "`a` as a flat contiguous array of `dtype` (a view when it already is one)."
-    return np.ascontiguousarray(a, dtype=dtype).reshape(-1)
-
-
-_THREAD_NUMBERS = 2 ** 20  # fewer numbers than this stay on one thread: handing over costs more than it saves
-
-
-def _map_chunks(fn, size: int):
-    "fn(chunk) for each chunk of range(size): on every thread from _THREAD_NUMBERS numbers on, else on this one."
-    chunks = chunk_slices(size)
-    return parallel_map(fn, chunks) if size >= _THREAD_NUMBERS else [fn(chunk) for chunk in chunks]
-
-
+@kernel("gelu")
 def gelu(x: Tensor) -> Tensor:
     "GELU, tanh approximation (PyTorch's approximate='tanh'): 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))."
-    v = _flat(x.data, x.dtype if x.dtype.kind == "f" else np.float64)
-    out, sig = np.empty_like(v), np.empty_like(v)
-    _map_chunks(lambda c: _gelu_chunk(v[c], out[c], sig[c]), v.size)
-    return _result(out.reshape(x.shape), "gelu", (x,), sigmoid_2u=sig.reshape(x.shape))
+    v = x.data
+    t = np.tanh(_GELU_C * (v + 0.044715 * v * v * v))
+    out = 0.5 * v * (1 + t)
+    return _result(out, "gelu", (x,), tanh_u=t)
 
 
 @register_gradient("gelu")
-def gelu_backward(grad, out, x, sigmoid_2u):
-    sig = _flat(sigmoid_2u, sigmoid_2u.dtype)
-    v, g = _flat(x.data, sig.dtype), _flat(grad, sig.dtype)
-    slope = np.empty_like(sig)
-    _map_chunks(lambda c: _gelu_backward_chunk(v[c], sig[c], g[c], slope[c]), sig.size)
-    return (slope.reshape(x.shape),)
+def gelu_backward(grad, out, x, tanh_u):
+    v = x.data
+    du_dx = _GELU_C * (1 + 3 * 0.044715 * v * v)
+    return (grad * (0.5 * (1 + tanh_u) + 0.5 * v * (1 - tanh_u * tanh_u) * du_dx),)
+
 
 # %% ../../modules/03_layers/03_layers.ipynb #activation-modules
 class ReLU(Module):
@@ -344,6 +300,7 @@ def _axis(dim: int, ndim: int, op: str) -> int:
     return dim % ndim
 
 
+@kernel("softmax")
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
     "exp(x) / sum(exp(x)) along `dim`, computed with the row maximum subtracted (no overflow)."
     axis = _axis(dim, x.ndim, "softmax")
@@ -425,36 +382,27 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}"
 
 # %% ../../modules/03_layers/03_layers.ipynb #layer-norm
-def _row_mean(a: np.ndarray, w: np.ndarray = None) -> np.ndarray:
-    "(a * w).mean(axis=-1, keepdims=True), w ones by default, as one matrix-vector product a @ (w / d)."
-    d = a.shape[-1]
-    dtype = np.result_type(a.dtype, np.float32)
-    average = np.full(d, 1 / d, dtype=dtype) if w is None else (w / d).astype(dtype, copy=False)
-    return (a.reshape(-1, d) @ average).reshape(*a.shape[:-1], 1)
-
-
+@kernel("layer_norm")
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
     "Normalise each vector along the last axis to mean 0 and variance 1, then scale by `weight` and shift by `bias`."
     if x.ndim == 0 or x.shape[-1] != weight.shape[0]:
         raise ValueError(f"layer_norm: the input has shape {x.shape} but the normalized shape is {weight.shape}")
-    centred = x.data - _row_mean(x.data)
-    rstd = 1.0 / np.sqrt(_row_mean(centred * centred) + eps)
-    xhat = centred
-    xhat *= rstd                  # in place: `centred` is our own fresh array
-    out = xhat * weight.data
-    out += bias.data
+    mu = x.data.mean(axis=-1, keepdims=True)
+    var = ((x.data - mu) ** 2).mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x.data - mu) * rstd
+    out = xhat * weight.data + bias.data
     return _result(out, "layer_norm", (x, weight, bias), xhat=xhat, rstd=rstd)
 
 
 @register_gradient("layer_norm")
 def layer_norm_backward(grad, out, x, weight, bias, xhat, rstd):
-    g_xhat = grad * weight.data                          # ĝ
-    grad_x = g_xhat - _row_mean(g_xhat)
-    g_times_xhat = grad * xhat                           # its column sum is ∂L/∂γ
-    grad_x -= xhat * _row_mean(g_times_xhat, weight.data)  # mean(ĝ ⊙ x̂) = mean(g ⊙ x̂ ⊙ γ)
-    grad_x *= rstd
-    d = grad.shape[-1]
-    return grad_x, _column_sum(g_times_xhat.reshape(-1, d)), _column_sum(grad.reshape(-1, d))
+    g_xhat = grad * weight.data                                   # ĝ
+    mean_g = g_xhat.mean(axis=-1, keepdims=True)
+    mean_gx = (g_xhat * xhat).mean(axis=-1, keepdims=True)
+    grad_x = rstd * (g_xhat - mean_g - xhat * mean_gx)
+    d = grad.shape[-1]                                            # every leading axis counts as rows
+    return grad_x, (grad * xhat).reshape(-1, d).sum(axis=0), grad.reshape(-1, d).sum(axis=0)
 
 
 class LayerNorm(Module):

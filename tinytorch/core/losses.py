@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['cross_entropy', 'cross_entropy_backward', 'mse_loss', 'CrossEntropyLoss', 'MSELoss']
 
-# %% ../../modules/04_training/04_training.ipynb #1506eccb
+# %% ../../modules/04_training/04_training.ipynb #f1699b40
 import numpy as np
 
-from .tensor import Tensor, _result, _data
+from .tensor import Tensor, _result, _data, kernel
 from .autograd import register_gradient
 from .layers import Module
 
@@ -33,6 +33,7 @@ def _check_class_targets(logits: Tensor, targets) -> np.ndarray:
     return t
 
 # %% ../../modules/04_training/04_training.ipynb #cross-entropy
+@kernel("cross_entropy")
 def cross_entropy(logits, targets) -> Tensor:
     """Mean cross-entropy of integer class `targets` (...) under `logits` (..., C), over all positions.
 

@@ -26,6 +26,9 @@ class Optimizer:
             if not isinstance(p, Tensor) or p.dtype.kind != "f":
                 raise TypeError(f"{name} can only optimize floating-point Tensors, got {type(p).__name__} "
                                 f"{getattr(p, 'dtype', '')}".rstrip())
+        if len({id(p) for p in self.params}) < len(self.params):
+            raise ValueError(f"{name} got the same parameter more than once; it would be updated twice per step "
+                             "(pass model.parameters(), which lists each parameter once)")
         if not lr > 0:
             raise ValueError(f"{name}: learning rate must be > 0, got {lr}")
         self.lr = lr
@@ -103,16 +106,11 @@ class Adam(Optimizer):
         state["step"] += 1
         t = state["step"]
         m, v = state["m"], state["v"]
-        m *= beta1
-        m += (1 - beta1) * grad
-        v *= beta2
-        v += (1 - beta2) * np.square(grad)
-        denom = np.sqrt(v, out=np.empty_like(v))  # then in place in this one buffer: parameters are
-        denom /= math.sqrt(1 - beta2 ** t)        # the model's largest arrays, and a new array for
-        denom += self.eps                         # each operation would cost more than its arithmetic
-        np.divide(m, denom, out=denom)
-        denom *= self.lr / (1 - beta1 ** t)       # the step size
-        param -= denom
+        m[...] = beta1 * m + (1 - beta1) * grad         # [...] writes into the buffer kept in `state`
+        v[...] = beta2 * v + (1 - beta2) * grad * grad
+        m_hat = m / (1 - beta1 ** t)                      # bias correction
+        v_hat = v / (1 - beta2 ** t)
+        param -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
 # %% ../../modules/04_training/04_training.ipynb #adamw
