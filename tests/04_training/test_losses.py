@@ -211,3 +211,22 @@ def test_mse_dtypes():
     assert mse_loss(Tensor(np.zeros(3)), [1.0, 1.0, 1.0]).dtype == np.float64
     with pytest.raises(TypeError, match="float32.*float64|float64.*float32"):
         mse_loss(pred32, Tensor(np.ones(3)))
+
+
+def test_ignore_index_skips_positions_in_value_and_gradient():
+    from tinytorch.core.autograd import gradcheck
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(2, 4, 6))
+    y = np.array([[1, 2, -1, -1], [0, 5, 4, -1]])
+    kept = y != -1
+    full = cross_entropy(Tensor(z[kept]), y[kept]).item()          # the real positions alone
+    assert np.isclose(cross_entropy(Tensor(z), y, ignore_index=-1).item(), full, rtol=1e-12)
+    logits = Tensor(z, requires_grad=True)
+    cross_entropy(logits, y, ignore_index=-1).backward()
+    assert np.all(logits.grad.data[~kept] == 0) and np.all(logits.grad.data[kept] != 0)
+    assert gradcheck(lambda t: cross_entropy(t, y, ignore_index=-1), [Tensor(z, requires_grad=True)])
+    with pytest.raises(ValueError, match="ignore_index"):
+        cross_entropy(Tensor(z), np.full((2, 4), -1), ignore_index=-1)
+    with pytest.raises(ValueError, match="out of range"):
+        cross_entropy(Tensor(z), y)                                 # without it, -1 is a bad class
+    assert np.isclose(CrossEntropyLoss(ignore_index=-1)(Tensor(z), y).item(), full, rtol=1e-12)

@@ -66,3 +66,21 @@ def test_mse_matches_torch(shape):
     np.testing.assert_allclose(loss.item(), loss_t.item(), rtol=1e-12)
     np.testing.assert_allclose(pred.grad.data, pred_t.grad.numpy(), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(target.grad.data, target_t.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("ignore_index", [-100, 0, 3])
+def test_cross_entropy_with_ignore_index_matches_torch(ignore_index):
+    rng = np.random.default_rng(7)
+    z = rng.normal(size=(3, 6, 5))
+    y = rng.integers(0, 5, size=(3, 6))
+    y[0, 4:] = ignore_index                                  # padding at the end of sequence 0
+    y[2, :2] = ignore_index
+    upstream = rng.normal()
+    logits = Tensor(z.copy(), requires_grad=True)
+    loss = cross_entropy(logits, y, ignore_index=ignore_index)
+    loss.backward(np.array(upstream))
+    tz = torch.tensor(z, requires_grad=True)
+    theirs = F.cross_entropy(tz.movedim(-1, 1), torch.tensor(y), ignore_index=ignore_index)
+    theirs.backward(torch.tensor(upstream, dtype=torch.float64))
+    np.testing.assert_allclose(loss.item(), theirs.item(), rtol=1e-12)
+    np.testing.assert_allclose(logits.grad.data, tz.grad.numpy(), rtol=1e-10, atol=1e-14)

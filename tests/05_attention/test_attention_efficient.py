@@ -86,7 +86,9 @@ def test_memory_efficient_never_holds_the_score_matrix(rng):
     tiled = peak(lambda: memory_efficient_attention(Q, K, V, block_size=64, causal=True).backward(
         np.ones((n, d), np.float32)))
     assert plain >= score_bytes            # the plain op holds P: the measurement sees it
-    assert tiled < score_bytes / 8         # forward and backward: tiles and O(n·d) arrays only
+    # forward and backward: a few 64 x 64 tiles and O(n·d) arrays only (Q, K, V, O, the three gradients and their
+    # copies into .grad: about 0.5 MiB here), never the 4 MiB of P
+    assert tiled < score_bytes / 4
 
 
 def test_memory_efficient_errors(rng):

@@ -134,3 +134,52 @@ def test_padding_mask_matches_torch_key_padding_mask(rng):
     t_out.backward(torch.tensor(upstream))
     assert_close(x.grad.data, tx.grad)
     compare_parameter_gradients(mha, theirs)
+
+
+def test_separate_keys_and_values_match_torch(rng):
+    # PyTorch's (query, key, value): our mha(x, context=keys, value=values)
+    mha = MultiHeadAttention(8, 2).to(np.float64)
+    theirs = torch_copy(mha)
+    (x, keys, values), (tx, tk, tv) = leaves(rng, (2, 4, 8), (2, 6, 8), (2, 6, 8))
+    out = mha(x, context=keys, value=values)
+    t_out, _ = theirs(tx, tk, tv)
+    assert_close(out.data, t_out)
+    upstream = rng.normal(size=out.shape)
+    out.backward(upstream)
+    t_out.backward(torch.tensor(upstream))
+    for a, b in ((x, tx), (keys, tk), (values, tv)):
+        assert_close(a.grad.data, b.grad)
+    compare_parameter_gradients(mha, theirs)
+
+
+def test_a_mask_per_sequence_matches_torch_with_the_mask_repeated_per_head(rng):
+    # (batch, n, m) is one mask per sequence, shared by the heads; batch == heads is where it used to go wrong
+    mha = MultiHeadAttention(8, 2).to(np.float64)
+    theirs = torch_copy(mha)
+    (x,), (tx,) = leaves(rng, (2, 4, 8))
+    mask = np.stack([create_causal_mask(4), np.ones((4, 4), bool)])
+    mask[1, :, 3] = False                                   # sequence 1: bidirectional, key 3 blocked
+    out = mha(x, mask)
+    per_head = torch.tensor(~np.repeat(mask, 2, axis=0))     # torch: (batch * heads, n, m), True = blocked
+    t_out, _ = theirs(tx, tx, tx, attn_mask=per_head)
+    assert_close(out.data, t_out)
+    upstream = rng.normal(size=out.shape)
+    out.backward(upstream)
+    t_out.backward(torch.tensor(upstream))
+    assert_close(x.grad.data, tx.grad)
+
+
+def test_an_additive_float_mask_matches_torch(rng):
+    (Q, K, V), (tq, tk, tv) = leaves(rng, (2, 4, 5, 3), (2, 4, 6, 3), (2, 4, 6, 2))
+    additive = np.where(rng.random((5, 6)) < 0.7, 0.0, -np.inf)
+    additive[:, 0] = 0.0
+    additive[1] = rng.normal(size=6) - 3.0                   # any non-positive bias, not only 0 / -inf
+    additive[1] = np.minimum(additive[1], 0.0)
+    ours, _ = scaled_dot_product_attention(Q, K, V, additive)
+    theirs = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.tensor(additive))
+    assert_close(ours.data, theirs)
+    upstream = rng.normal(size=ours.shape)
+    ours.backward(upstream)
+    theirs.backward(torch.tensor(upstream))
+    for a, b in zip((Q, K, V), (tq, tk, tv)):
+        assert_close(a.grad.data, b.grad)

@@ -160,11 +160,49 @@ def test_mask_may_be_01_numbers_or_a_tensor(rng):
         np.testing.assert_array_equal(scaled_dot_product_attention(Q, K, V, variant)[0].data, expected)
 
 
-def test_additive_float_mask_is_refused(rng):
+@pytest.mark.parametrize("blocked", [-np.inf, -1e9])
+def test_an_additive_float_mask_is_added_to_the_scores(rng, reference, blocked):
+    Q, K, V = (Tensor(rng.normal(size=(2, 4, 3)), requires_grad=True) for _ in range(3))
+    causal = create_causal_mask(4)
+    additive = np.where(causal, 0.0, blocked)
+    out, weights = scaled_dot_product_attention(Q, K, V, additive)
+    expected_out, expected_weights = reference(Q, K, V, causal)
+    np.testing.assert_allclose(out.data, expected_out, atol=1e-12)
+    np.testing.assert_allclose(weights.data, expected_weights, atol=1e-12)
+    assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, additive)[0], [Q, K, V])
+
+
+def test_an_additive_mask_with_other_values_shifts_the_scores(rng):
+    Q, K, V = (Tensor(rng.normal(size=(3, 2))) for _ in range(3))
+    bias = np.array([[0.0, -1.0, -2.0]] * 3)
+    scores = Q.data @ K.data.T / np.sqrt(2) + bias
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(scaled_dot_product_attention(Q, K, V, bias)[1].data, p, atol=1e-12)
+
+
+def test_an_all_zero_float_mask_blocks_nothing(rng):
+    Q, K, V = (Tensor(rng.normal(size=(3, 2))) for _ in range(3))
+    np.testing.assert_array_equal(scaled_dot_product_attention(Q, K, V, np.zeros((3, 3)))[0].data,
+                                  scaled_dot_product_attention(Q, K, V)[0].data)
+
+
+@pytest.mark.parametrize("mask", [np.full((3, 3), 0.5), np.array([[1.0, -np.inf, 2.0]] * 3), np.full((3, 3), np.nan),
+                                  np.array([[1, 2, 0]] * 3), np.array([["a", "b", "c"]] * 3)])
+def test_masks_of_other_values_are_a_clear_error(rng, mask):
     X = Tensor(rng.normal(size=(3, 2)))
-    additive = np.where(create_causal_mask(3), 0.0, -np.inf)
-    with pytest.raises(ValueError, match="boolean or 0/1"):
-        scaled_dot_product_attention(X, X, X, additive)
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        scaled_dot_product_attention(X, X, X, mask)
+
+
+def test_zero_keys_give_zeros_as_in_pytorch(rng):
+    Q = Tensor(rng.normal(size=(2, 4, 3)), requires_grad=True)
+    K, V = Tensor(np.zeros((2, 0, 3)), requires_grad=True), Tensor(np.zeros((2, 0, 5)), requires_grad=True)
+    out, weights = scaled_dot_product_attention(Q, K, V)
+    assert out.shape == (2, 4, 5) and weights.shape == (2, 4, 0)
+    assert np.all(out.data == 0)
+    out.backward(rng.normal(size=out.shape))
+    assert np.all(Q.grad.data == 0) and K.grad.shape == (2, 0, 3) and V.grad.shape == (2, 0, 5)
 
 
 @pytest.mark.parametrize("shapes, mask_shape, words", [

@@ -41,24 +41,30 @@ def _attention_shapes(Q: Tensor, K: Tensor, V: Tensor, op: str = "attention") ->
     return batch + (Q.shape[-2], K.shape[-2])
 
 
-def _as_mask(mask, scores_shape: tuple, op: str = "attention"):
-    "`mask` as a boolean numpy array that broadcasts to `scores_shape` (True = may attend); None stays None."
+def _mask_bias(mask, scores_shape: tuple, dtype, op: str = "attention"):
+    """`mask` as an additive bias of `dtype` on the mask's own shape, which broadcasts to `scores_shape`: 0 where a
+    query may attend, -inf where it may not (None stays None). Booleans, and numbers all 0 or 1, say who may attend
+    (True = attend); a floating-point mask of zeros and negative numbers (0 / -inf, 0 / -1e9) is the bias itself."""
     if mask is None:
         return None
-    mask = np.asarray(_data(mask))
-    if mask.dtype != bool:
-        if not np.isin(mask, (0, 1)).all():
-            raise ValueError(f"{op}: mask must be boolean or 0/1 (True = may attend), not additive scores; "
-                             f"got values such as {np.unique(mask)[:4]}")
-        mask = mask != 0
+    values = np.asarray(_data(mask))
+    zero_one = values.dtype.kind in "biuf" and np.isin(values, (0, 1)).all()
+    if zero_one and (values.dtype.kind != "f" or (values == 1).any()):
+        bias = np.where(values != 0, 0.0, -np.inf)
+    elif values.dtype.kind == "f" and not np.isnan(values).any() and (values <= 0).all():
+        bias = values
+    else:
+        raise ValueError(f"{op}: a mask must be boolean (True = may attend), 0/1 numbers, or an additive float mask "
+                         f"of 0 and negative values (0 / -inf); got {values.dtype} values such as "
+                         f"{np.unique(values)[:4].tolist()}")
     try:
-        fits = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        fits = np.broadcast_shapes(bias.shape, scores_shape) == scores_shape
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"{op}: mask of shape {mask.shape} does not broadcast to the scores' shape "
+        raise ValueError(f"{op}: mask of shape {bias.shape} does not broadcast to the scores' shape "
                          f"{scores_shape} (..., n_queries, n_keys)")
-    return mask
+    return bias.astype(dtype, copy=False)
 
 
 def _blocks(length: int, size: int) -> list:
@@ -68,12 +74,12 @@ def _blocks(length: int, size: int) -> list:
 
 
 # %% ../../modules/05_attention/05_attention.ipynb #attention-forward
-def _masked_softmax(scores: np.ndarray, mask) -> np.ndarray:
-    """Softmax over the last axis of `scores` over the keys `mask` allows (True = may attend; None: all).
-    A fully blocked row gives zeros."""
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    row_max = scores.max(axis=-1, keepdims=True)
+def _masked_softmax(scores: np.ndarray, bias) -> np.ndarray:
+    """Softmax over the last axis of `scores` + `bias` (0 = may attend, -inf = blocked; None: all may attend).
+    A fully blocked row, or a row with no keys, gives zeros."""
+    if bias is not None:
+        scores = scores + bias
+    row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)
     row_max = np.where(row_max == -np.inf, 0, row_max)  # fully blocked row: exp(-inf - 0) = 0, not exp(nan)
     e = np.exp(scores - row_max)
     total = e.sum(axis=-1, keepdims=True)
@@ -87,10 +93,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     Q (..., n, d_k), K (..., m, d_k), V (..., m, d_v) -> output (..., n, d_v), weights (..., n, m).
     """
     Q, K, V = _as_tensor(Q), _as_tensor(K), _as_tensor(V)
-    mask = _as_mask(mask, _attention_shapes(Q, K, V))
+    bias = _mask_bias(mask, _attention_shapes(Q, K, V), Q.dtype)
     scale = 1 / math.sqrt(Q.shape[-1])
     scores = (Q.data * scale) @ np.swapaxes(K.data, -1, -2)  # scaling Q costs n·d_k, scaling S would cost n·m
-    weights = _masked_softmax(scores, mask)
+    weights = _masked_softmax(scores, bias)
     output = weights @ V.data
     return (_result(output, "attention", (Q, K, V), weights=weights, scale=scale),
             _result(weights, "attention_weights", (Q, K), scale=scale))
@@ -199,6 +205,9 @@ class MultiHeadAttention(Module):
     "H attentions side by side on E/H-wide slices of Linear projections q_proj, k_proj, v_proj, mixed by out_proj."
 
     def __init__(self, embed_dim: int, num_heads: int, bias: bool = True):
+        for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+                raise ValueError(f"MultiHeadAttention: {name} must be a whole number >= 1, got {size!r}")
         if embed_dim % num_heads:
             raise ValueError(f"MultiHeadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
@@ -214,6 +223,19 @@ class MultiHeadAttention(Module):
                              f"got {x.shape}")
         return x
 
+    def _head_mask(self, mask, batch: int):
+        """The mask with a heads axis: (n, m) and (batch, heads or 1, n, m) as they are; (batch, n, m), one mask per
+        sequence, as (batch, 1, n, m), shared by the heads. Any other shape is a clear error."""
+        if mask is None:
+            return None
+        values = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+        ok = values.ndim == 2 or (values.ndim in (3, 4) and values.shape[0] in (1, batch)
+                                  and (values.ndim == 3 or values.shape[1] in (1, self.num_heads)))
+        if not ok:
+            raise ValueError(f"MultiHeadAttention: a mask of shape {values.shape} does not fit batch {batch} and "
+                             f"{self.num_heads} heads; give (n, m), (batch, n, m) or (batch, heads or 1, n, m)")
+        return values[:, None] if values.ndim == 3 else values
+
     def split_heads(self, x: Tensor) -> Tensor:
         "(B, n, E) -> (B, H, n, E/H), a view."
         B, n, _ = x.shape
@@ -224,19 +246,23 @@ class MultiHeadAttention(Module):
         B, _, n, _ = x.shape
         return x.transpose(1, 2).reshape(B, n, self.embed_dim)
 
-    def forward(self, x, mask=None, *, context=None, return_weights: bool = False, cache: KVCache = None):
-        """Self-attention on x (B, n, E), or cross-attention to `context` (B, m, E). `mask` broadcasts to
-        (B, H, n, m), True = may attend. With a `cache`, the new keys and values are appended to it and the
-        queries attend to every cached position. Returns the output (B, n, E), and the weights (B, H, n, m)
-        if `return_weights`."""
+    def forward(self, x, mask=None, *, context=None, value=None, return_weights: bool = False,
+                cache: KVCache = None):
+        """Self-attention on x (B, n, E), or cross-attention: keys from `context` (B, m, E), values from `value`
+        (B, m, E; default: the context). `mask` is (n, m), (B, n, m) or (B, H or 1, n, m), True = may attend (or an
+        additive float mask). With a `cache`, the new keys and values are appended to it and the queries attend to
+        every cached position. Returns the output (B, n, E), and the weights (B, H, n, m) if `return_weights`."""
         x = self._check("x", x)
         source = x if context is None else self._check("context", context)
-        if source.shape[0] != x.shape[0]:
-            raise ValueError(f"MultiHeadAttention: x {x.shape} and context {source.shape} have different batch sizes")
-        if cache is not None and context is not None:
+        values = source if value is None else self._check("value", value)
+        if not x.shape[0] == source.shape[0] == values.shape[0] or source.shape[1] != values.shape[1]:
+            raise ValueError(f"MultiHeadAttention: x {x.shape}, keys {source.shape} and values {values.shape} must "
+                             "share the batch size, and keys and values the length")
+        if cache is not None and (context is not None or value is not None):
             raise ValueError("MultiHeadAttention: a KVCache is for self-attention; cache the context's keys yourself")
+        mask = self._head_mask(mask, x.shape[0])
         q = self.split_heads(self.q_proj(x))
-        k, v = self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(source))
+        k, v = self.split_heads(self.k_proj(source)), self.split_heads(self.v_proj(values))
         if cache is not None:
             k, v = cache.update(k, v)
         output, weights = scaled_dot_product_attention(q, k, v, mask)
@@ -247,16 +273,17 @@ class MultiHeadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
 
 # %% ../../modules/05_attention/05_attention.ipynb #tile-mask
-def _tile_mask(mask, causal: bool, rows: slice, cols: slice):
-    "The mask of the score tile (rows, cols): the user's mask sliced, and-ed with the causal rule; None = all allowed."
-    tile = None if mask is None else mask[..., rows, cols]
+def _tile_bias(bias, causal: bool, rows: slice, cols: slice):
+    "The mask bias of the score tile (rows, cols): the user's sliced, plus the causal rule's; None = all allowed."
+    tile = None if bias is None else bias[..., rows, cols]
     if causal:
         allowed = np.arange(cols.start, cols.stop)[None, :] <= np.arange(rows.start, rows.stop)[:, None]
-        tile = allowed if tile is None else tile & allowed
+        causal_bias = np.where(allowed, 0.0, -np.inf)
+        tile = causal_bias if tile is None else tile + causal_bias
     return tile
 
 # %% ../../modules/05_attention/05_attention.ipynb #memory-efficient
-def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 128, causal: bool = False) -> Tensor:
+def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 512, causal: bool = False) -> Tensor:
     """Attention equal to `scaled_dot_product_attention(Q, K, V, mask)[0]` that never holds the n × m scores.
 
     Keys are visited in blocks with an online softmax (FlashAttention); the backward recomputes each tile from
@@ -264,9 +291,9 @@ def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 128, causal
     """
     Q, K, V = _as_tensor(Q), _as_tensor(K), _as_tensor(V)
     scores_shape = _attention_shapes(Q, K, V, "memory_efficient_attention")
-    mask = _as_mask(mask, scores_shape, "memory_efficient_attention")
-    if mask is not None:
-        mask = np.broadcast_to(mask, mask.shape[:-2] + scores_shape[-2:])  # a view that every tile can slice
+    bias = _mask_bias(mask, scores_shape, Q.dtype, "memory_efficient_attention")
+    if bias is not None:
+        bias = np.broadcast_to(bias, bias.shape[:-2] + scores_shape[-2:])  # a view that every tile can slice
     batch, (n, m) = scores_shape[:-2], scores_shape[-2:]
     scale = 1 / math.sqrt(Q.shape[-1])
     out = np.zeros(batch + (n, V.shape[-1]), dtype=Q.dtype)
@@ -278,9 +305,9 @@ def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 128, causal
         acc = out[..., rows, :]  # a view: accumulate straight into the output
         for cols in _blocks(m, block_size):
             s = q @ np.swapaxes(K.data[..., cols, :], -1, -2)
-            allowed = _tile_mask(mask, causal, rows, cols)
-            if allowed is not None:
-                s = np.where(allowed, s, -np.inf)
+            tile_bias = _tile_bias(bias, causal, rows, cols)
+            if tile_bias is not None:
+                s += tile_bias                        # in place: s stays one tile of Q's dtype
             new_max = np.maximum(row_max, s.max(axis=-1, keepdims=True))
             shift = np.where(new_max == -np.inf, 0, new_max)  # rows blocked so far: no NaN from -inf + inf
             p = np.exp(s - shift)
@@ -292,25 +319,25 @@ def memory_efficient_attention(Q, K, V, mask=None, block_size: int = 128, causal
         blocked = row_sum == 0
         acc /= np.where(blocked, 1, row_sum)
         lse[..., rows, :] = np.where(blocked, np.inf, row_max + np.log(np.where(blocked, 1, row_sum)))
-    return _result(out, "memory_efficient_attention", (Q, K, V), lse=lse, mask=mask, causal=causal,
+    return _result(out, "memory_efficient_attention", (Q, K, V), lse=lse, bias=bias, causal=causal,
                    scale=scale, block_size=block_size)
 
 
 @register_gradient("memory_efficient_attention")
-def memory_efficient_attention_backward(grad, out, Q, K, V, lse, mask, causal, scale, block_size):
+def memory_efficient_attention_backward(grad, out, Q, K, V, lse, bias, causal, scale, block_size):
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     dQ = np.zeros(batch + Q.shape[-2:], dtype=Q.dtype)
     dK = np.zeros(batch + K.shape[-2:], dtype=K.dtype)
     dV = np.zeros(batch + V.shape[-2:], dtype=V.dtype)
-    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
+    row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # D = rowsum(dO ⊙ O), no n × d product array
     for rows in _blocks(Q.shape[-2], block_size):
         q, dO = Q.data[..., rows, :] * scale, grad[..., rows, :]
         for cols in _blocks(K.shape[-2], block_size):
             k, v = K.data[..., cols, :], V.data[..., cols, :]
             s = q @ np.swapaxes(k, -1, -2)
-            allowed = _tile_mask(mask, causal, rows, cols)
-            if allowed is not None:
-                s = np.where(allowed, s, -np.inf)
+            tile_bias = _tile_bias(bias, causal, rows, cols)
+            if tile_bias is not None:
+                s += tile_bias                        # in place: s stays one tile of Q's dtype
             p = np.exp(s - lse[..., rows, :])  # the tile's weights, recomputed (lse = inf: a row of zeros)
             dV[..., cols, :] += np.swapaxes(p, -1, -2) @ dO
             ds = p * (dO @ np.swapaxes(v, -1, -2) - row_dot[..., rows, :])  # dS = P ⊙ (dP − D)

@@ -13,8 +13,9 @@ from .autograd import register_gradient
 from .layers import Module
 
 # %% ../../modules/04_training/04_training.ipynb #check-targets
-def _check_class_targets(logits: Tensor, targets) -> np.ndarray:
-    "The targets as an integer array shaped like `logits` without the class axis, or a one-line error."
+def _check_class_targets(logits: Tensor, targets, ignore_index=None) -> tuple:
+    """(targets, keep): the targets as an integer array shaped like `logits` without the class axis, and a boolean
+    array that is False where the target is `ignore_index` (those targets are set to 0); or a one-line error."""
     if logits.dtype.kind != "f":
         raise TypeError(f"cross_entropy: logits must be floating point, not {logits.dtype}")
     t = np.asarray(_data(targets))
@@ -25,35 +26,43 @@ def _check_class_targets(logits: Tensor, targets) -> np.ndarray:
                          f"(targets must have the logits' shape without the last, class axis: {logits.shape[:-1]})")
     if t.size == 0:
         raise ValueError(f"cross_entropy: no targets (shape {t.shape}): the mean over zero positions is undefined")
+    keep = np.ones(t.shape, dtype=bool) if ignore_index is None else t != ignore_index
+    if not keep.any():
+        raise ValueError(f"cross_entropy: every target is ignore_index={ignore_index}: the mean over zero positions "
+                         "is undefined")
     n_classes = logits.shape[-1]
-    bad = (t < 0) | (t >= n_classes)
+    bad = keep & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise ValueError(f"cross_entropy: target {t[bad].flat[0]} is out of range for {n_classes} classes "
                          f"(valid targets are 0..{n_classes - 1})")
-    return t
+    return np.where(keep, t, 0), keep
 
 # %% ../../modules/04_training/04_training.ipynb #cross-entropy
 @kernel("cross_entropy")
-def cross_entropy(logits, targets) -> Tensor:
-    """Mean cross-entropy of integer class `targets` (...) under `logits` (..., C), over all positions.
+def cross_entropy(logits, targets, ignore_index=None) -> Tensor:
+    """Mean cross-entropy of integer class `targets` (...) under `logits` (..., C), over all positions whose target
+    is not `ignore_index`.
 
     One fused op, computed stably from the logits with log-sum-exp (never softmax, then log);
     its gradient is (softmax(logits) - onehot(targets)) / N."""
     logits = logits if isinstance(logits, Tensor) else Tensor(logits)
-    targets = _check_class_targets(logits, targets)
+    targets, keep = _check_class_targets(logits, targets, ignore_index)
     z = logits.data
     shifted = z - z.max(axis=-1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    loss = -np.take_along_axis(log_probs, targets[..., None], axis=-1).mean()
-    return _result(np.asarray(loss, dtype=z.dtype), "cross_entropy", (logits,), targets=targets, log_probs=log_probs)
+    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    loss = -picked[keep].mean()
+    return _result(np.asarray(loss, dtype=z.dtype), "cross_entropy", (logits,), targets=targets, log_probs=log_probs,
+                   keep=keep)
 
 
 @register_gradient("cross_entropy")
-def cross_entropy_backward(grad, out, logits, targets, log_probs):
+def cross_entropy_backward(grad, out, logits, targets, log_probs, keep):
     n_classes = logits.shape[-1]
     d_logits = np.exp(log_probs).reshape(-1, n_classes)          # softmax
     d_logits[np.arange(d_logits.shape[0]), targets.reshape(-1)] -= 1
-    return (d_logits.reshape(logits.shape) * (grad / targets.size),)
+    d_logits *= keep.reshape(-1, 1)                              # skipped positions send no gradient
+    return (d_logits.reshape(logits.shape) * (grad / int(keep.sum())),)  # a Python int: float32 stays float32
 
 
 # %% ../../modules/04_training/04_training.ipynb #mse-loss
@@ -79,8 +88,9 @@ def mse_loss(pred, target) -> Tensor:
 
 # %% ../../modules/04_training/04_training.ipynb #loss-modules
 class CrossEntropyLoss(Module):
-    "Module form of `cross_entropy(logits, targets)`."
-    def forward(self, logits, targets): return cross_entropy(logits, targets)
+    "Module form of `cross_entropy(logits, targets, ignore_index)`."
+    def __init__(self, ignore_index=None): self.ignore_index = ignore_index
+    def forward(self, logits, targets): return cross_entropy(logits, targets, self.ignore_index)
 
 
 class MSELoss(Module):

@@ -332,6 +332,17 @@ def _index_data(index):
     return _data(index)
 
 
+def _bool_mask(mask, op: str) -> np.ndarray:
+    "`mask` as a boolean array: booleans as they are, numbers only if every one is 0 or 1."
+    mask = np.asarray(_data(mask))
+    if mask.dtype != bool:
+        if mask.dtype.kind not in "iuf" or not np.isin(mask, (0, 1)).all():
+            raise ValueError(f"{op}: the mask must be boolean or 0/1 numbers, got {mask.dtype} values such as "
+                             f"{np.unique(mask)[:4].tolist()}")
+        mask = mask != 0
+    return mask
+
+
 def getitem(a: Tensor, index) -> Tensor:
     "a[index], with numpy's basic and integer-array indexing."
     index = _index_data(index)
@@ -341,7 +352,7 @@ def getitem(a: Tensor, index) -> Tensor:
 
 def masked_fill(a: Tensor, mask, value) -> Tensor:
     "A copy of `a` with `value` wherever `mask` (broadcastable to a's shape) is True."
-    mask = np.asarray(_data(mask), dtype=bool)
+    mask = _bool_mask(mask, "masked_fill")
     try:
         shape = np.broadcast_shapes(a.shape, mask.shape)
     except ValueError:
