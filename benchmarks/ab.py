@@ -1,15 +1,16 @@
 """Is version B's GPT step faster than version A's? Runs alternate between the two, one process each, on this machine.
 
-This VM's speed drifts by 15% or more between processes, so one run per version, or a few runs of one version
-followed by a few of the other, cannot tell a 5% change from noise (see docs/DEVELOPING.md). Here each run measures
-one version's step as a ratio to PyTorch's in the same process (`bench_gpt.bench_step`), and the versions take turns
-run by run; the medians of the ratios are compared.
+A machine's speed drifts between processes, so one run per version, or a few runs of one version followed by a
+few of the other, cannot tell a 5% change from noise. Here each run measures one version's step as a ratio to
+PyTorch's in the same process, and the versions take turns run by run; the medians of the ratios are compared.
+Each version runs its best path: the fast path (`tinytorch.perf`, module 07) when it has one, else its plain ops;
+versions from before module 07 run as their benchmark did then. The report says which path each version ran.
 
     python benchmarks/ab.py HEAD~1 HEAD                  # two commits, six runs each
     python benchmarks/ab.py main WORKTREE --runs 8       # WORKTREE: the working tree as it is, uncommitted changes too
 
-A commit is checked out into a temporary git worktree; the package is imported from there (it must not import
-anything it does not ship). Environment variables of the runs can be set as usual, for both versions alike.
+A commit is checked out into a temporary git worktree; the package (and tito) is imported from there (it must not
+import anything it does not ship). Environment variables of the runs can be set as usual, for both versions alike.
 """
 from __future__ import annotations
 
@@ -28,11 +29,15 @@ import json, sys
 sys.path[:0] = [{tree!r}, {tree!r} + "/benchmarks"]
 import tinytorch
 assert tinytorch.__file__.startswith({tree!r}), tinytorch.__file__
-from tinytorch.core.tensor import reuse_freed_memory
 import bench_gpt
-reuse_freed_memory()
-r = bench_gpt.bench_step(steps={steps})
-print(json.dumps({{"ratio": r.get("ratio"), "tinytorch_ms": r["tinytorch_ms"], "torch_ms": r.get("torch_ms")}}))
+if hasattr(bench_gpt, "ab_step"):
+    r = bench_gpt.ab_step(steps={steps})
+else:  # a version from before module 07: one path, with module 01's allocator setting, as its benchmark ran it
+    from tinytorch.core.tensor import reuse_freed_memory
+    reuse_freed_memory()
+    old = bench_gpt.bench_step(steps={steps})
+    r = dict(path="before module 07", ratio=old["ratio"], tinytorch_ms=old["tinytorch_ms"], torch_ms=old["torch_ms"])
+print(json.dumps(r))
 """
 
 
@@ -53,7 +58,7 @@ def compare(trees: dict, runs: int, steps: int, log=print) -> dict:
         for name in order:
             r = run_once(trees[name], steps)
             results[name].append(r)
-            log(f"run {i + 1} {name:>10}: {r['tinytorch_ms']:6.1f} ms, ratio {r['ratio']:.3f}")
+            log(f"run {i + 1} {name:>10}: {r['tinytorch_ms']:6.1f} ms, ratio {r['ratio']:.3f} ({r['path']} path)")
     return results
 
 
@@ -88,7 +93,9 @@ def main(argv=None):
     print()
     for name, rs in results.items():
         ratios = [r["ratio"] for r in rs]
-        print(f"{name:>10}: median ratio {statistics.median(ratios):.3f}  (runs: {', '.join(f'{x:.2f}' for x in ratios)})")
+        paths = sorted({r["path"] for r in rs})
+        print(f"{name:>10}: median ratio {statistics.median(ratios):.3f}  ({', '.join(paths)} path; "
+              f"runs: {', '.join(f'{x:.2f}' for x in ratios)})")
 
 
 if __name__ == "__main__":

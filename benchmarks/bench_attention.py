@@ -1,21 +1,21 @@
-"""Attention speed and memory: tinytorch against PyTorch, side by side in one process.
+"""Attention speed and memory: tinytorch's plain path, its fast path (module 07) and PyTorch, side by side in one
+process.
 
 1. Forward + backward of `scaled_dot_product_attention` against `torch.nn.functional.scaled_dot_product_attention`
    on the same float32 inputs (batch 4, 4 heads, head width 32, n = 64 ... 1024 queries and keys), with the same
-   number of threads for numpy's BLAS and for PyTorch. Each size is timed as the median of repeats (at least half
-   a second of them per library), one library after the other, and reported as a ratio (tinytorch / PyTorch).
-2. Peak memory of forward + backward of plain attention against `memory_efficient_attention` at n = 8192, d = 64
-   (one head, float32), measured with tracemalloc (numpy reports its allocations to it), next to the size of the
-   n x n score matrix that the plain op must hold.
+   number of threads for numpy's BLAS and for PyTorch. At each size the paths take turns in blocks of repeats (at
+   least half a second of them per path in all); each is the median of its repeats, reported as a ratio to PyTorch.
+2. Peak memory of forward + backward at n = 8192, d = 64 (one head, float32): plain attention on each tinytorch path,
+   and `memory_efficient_attention`, measured with tracemalloc (numpy reports its allocations to it; memory that a
+   compiled kernel allocates outside numpy is not seen), next to the size of the n x n score matrix.
 
     python benchmarks/bench_attention.py            # both tables
     python benchmarks/bench_attention.py --quick    # fewer sizes and repeats, memory at n = 2048
 
-`run(quick=False)` returns the results as a list of dicts. Without PyTorch installed, tinytorch is measured alone.
+`run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf (module 07) the fast path is
+reported as not exported; without PyTorch, tinytorch is measured alone.
 """
 from __future__ import annotations
-
-import tinytorch  # noqa: F401  (before numpy: it shortens OpenBLAS's idle-thread spin; see its __init__)
 
 import argparse
 import statistics
@@ -25,8 +25,9 @@ import tracemalloc
 import numpy as np
 
 from tinytorch.core.attention import memory_efficient_attention, scaled_dot_product_attention
-from tinytorch.core.tensor import Tensor, reuse_freed_memory
+from tinytorch.core.tensor import Tensor
 
+from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, running, tinytorch_paths
 from threads import threads, torch_like_numpy
 
 SPEED = dict(batch=4, heads=4, head_dim=32, sizes=(64, 128, 256, 512, 1024))
@@ -35,7 +36,7 @@ MEMORY = dict(n=8192, head_dim=64, block_size=512)
 
 # --- 1. speed ----------------------------------------------------------------------------------------------------
 def _ours(arrays):
-    "One forward + backward of our attention on fresh leaves; returns the seconds it took."
+    "One forward + backward of tinytorch's attention (on the path switched on) on fresh leaves; the seconds it took."
     Q, K, V = (Tensor(a, requires_grad=True) for a in arrays[:3])
     start = time.perf_counter()
     out, _ = scaled_dot_product_attention(Q, K, V)
@@ -61,27 +62,35 @@ def _repeat(call, repeats: int, min_seconds: float = 0.5) -> list:
     return times
 
 
-def speed(sizes, repeats: int, torch=None, rounds: int = 5) -> list[dict]:
+def speed(sizes, repeats: int, torch=None, rounds: int = 5, paths=None, min_seconds: float = 0.5) -> list[dict]:
+    """A row per size: each path's median milliseconds and its ratio to PyTorch's. `paths`: the tinytorch paths
+    (default: plain, and fast when module 07 is exported); PyTorch is measured when `torch` is given."""
+    paths = list(paths or tinytorch_paths()) + ([TORCH] if torch else [])
     rows = []
     for n in sizes:
         shape = (SPEED["batch"], SPEED["heads"], n, SPEED["head_dim"])
         rng = np.random.default_rng(n)
         arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]   # Q, K, V, upstream gradient
         tensors = [torch.from_numpy(a) for a in arrays] if torch else None
-        # The libraries take turns in `rounds` blocks of calls, so that a change in the machine's speed during the
-        # measurement affects both alike. Not call by call: PyTorch's OpenMP threads spin for a while after each
+        calls = {path: (lambda: _theirs(torch, tensors)) if path == TORCH else (lambda: _ours(arrays))
+                 for path in paths}
+        # The paths take turns in `rounds` blocks of calls, so that a change in the machine's speed during the
+        # measurement affects all alike. Not call by call: PyTorch's OpenMP threads spin for a while after each
         # call, and numpy's BLAS threads starting then would compete with them.
-        ours, theirs = [], []
+        times = {path: [] for path in paths}
         for _ in range(rounds):
-            ours += _repeat(lambda: _ours(arrays), -(-repeats // rounds), min_seconds=0.5 / rounds)
-            if torch:
-                theirs += _repeat(lambda: _theirs(torch, tensors), -(-repeats // rounds), min_seconds=0.5 / rounds)
+            for path in paths:
+                with running(path):
+                    times[path] += _repeat(calls[path], -(-repeats // rounds), min_seconds=min_seconds / rounds)
         row = dict(benchmark="attention forward+backward", dtype="float32", batch=SPEED["batch"],
-                   heads=SPEED["heads"], head_dim=SPEED["head_dim"], n=n, threads=threads(),
-                   tinytorch_ms=1e3 * statistics.median(ours))
-        if torch:
-            row["torch_ms"] = 1e3 * statistics.median(theirs)
-            row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
+                   heads=SPEED["heads"], head_dim=SPEED["head_dim"], n=n, threads=threads(), paths=paths)
+        if FAST not in paths and fast_missing():
+            row["fast_missing"] = fast_missing()
+        for path in paths:
+            row[f"{path}_ms"] = 1e3 * statistics.median(times[path])
+        for path in paths:
+            if path != TORCH and TORCH in paths:
+                row[f"{path}_ratio"] = row[f"{path}_ms"] / row["torch_ms"]
         rows.append(row)
     return rows
 
@@ -96,7 +105,9 @@ def _peak_bytes(fn) -> int:
     return peak
 
 
-def memory(n: int, head_dim: int, block_size: int) -> dict:
+def memory(n: int, head_dim: int, block_size: int, paths=None) -> dict:
+    "Peak MiB of forward + backward: plain attention on each tinytorch path, and memory-efficient attention."
+    paths = list(paths or tinytorch_paths())
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal((1, 1, n, head_dim), dtype=np.float32) for _ in range(4)]
 
@@ -106,48 +117,75 @@ def memory(n: int, head_dim: int, block_size: int) -> dict:
             attention(Q, K, V).backward(arrays[3])
         return run
 
-    plain = _peak_bytes(step(lambda Q, K, V: scaled_dot_product_attention(Q, K, V)[0]))
-    tiled = _peak_bytes(step(lambda Q, K, V: memory_efficient_attention(Q, K, V, block_size=block_size)))
     mib = 2 ** 20
-    return dict(benchmark="attention peak memory (forward+backward)", dtype="float32", n=n, head_dim=head_dim,
-                block_size=block_size, scores_mib=n * n * 4 / mib, plain_mib=plain / mib,
-                memory_efficient_mib=tiled / mib, saving=plain / tiled)
+    row = dict(benchmark="attention peak memory (forward+backward)", dtype="float32", n=n, head_dim=head_dim,
+               block_size=block_size, scores_mib=n * n * 4 / mib, paths=paths)
+    if FAST not in paths and fast_missing():
+        row["fast_missing"] = fast_missing()
+    for path in paths:
+        with running(path):
+            row[f"{path}_mib"] = _peak_bytes(step(lambda Q, K, V: scaled_dot_product_attention(Q, K, V)[0])) / mib
+    with running(PLAIN):
+        tiled = _peak_bytes(step(lambda Q, K, V: memory_efficient_attention(Q, K, V, block_size=block_size)))
+    row["memory_efficient_mib"] = tiled / mib
+    return row
 
 
 # --- report ------------------------------------------------------------------------------------------------------
-def run(quick: bool = False) -> list[dict]:
-    "Both benchmarks; `quick` uses n up to 512, fewer repeats and the memory comparison at n = 2048."
+def run(quick: bool = False, smoke: bool = False) -> list[dict]:
+    """Both benchmarks on every path; `quick` uses n up to 512, fewer repeats and the memory comparison at n = 2048;
+    `smoke` tiny sizes, only to check that it runs."""
     torch = torch_like_numpy()
+    if smoke:
+        rows = speed((8, 16), repeats=2, torch=torch, rounds=2, min_seconds=0)
+        return rows + [memory(64, 8, 16)]
     sizes = SPEED["sizes"][:-1] if quick else SPEED["sizes"]
     rows = speed(sizes, repeats=5 if quick else 15, torch=torch)
     rows.append(memory(2048 if quick else MEMORY["n"], MEMORY["head_dim"], MEMORY["block_size"]))
     return rows
 
 
-def print_report(rows: list[dict]):
+def report(rows: list[dict]) -> str:
     speed_rows = [r for r in rows if r["benchmark"].startswith("attention forward")]
-    first = speed_rows[0]
-    print(f"scaled dot-product attention, forward + backward, float32, batch {first['batch']}, {first['heads']} heads, "
-          f"head width {first['head_dim']}, {first['threads']} thread(s), median ms")
-    print(f"{'n':>6} {'tinytorch':>10} {'torch':>10} {'ratio':>7}")
-    for r in speed_rows:
-        torch_ms = f"{r['torch_ms']:10.2f}" if "torch_ms" in r else f"{'-':>10}"
-        ratio = f"{r['ratio']:7.2f}" if "ratio" in r else f"{'-':>7}"
-        print(f"{r['n']:>6} {r['tinytorch_ms']:10.2f} {torch_ms} {ratio}")
+    lines = []
+    if speed_rows:
+        first = speed_rows[0]
+        lines.append(f"scaled dot-product attention, forward + backward, float32, batch {first['batch']}, "
+                     f"{first['heads']} heads, head width {first['head_dim']}, {first['threads']} thread(s); "
+                     "median ms, and ratios to pytorch")
+        lines.append(f"  {'':14s}" + "".join(f"{'n=' + str(r['n']):>9s}" for r in speed_rows))
+        rows_of = [(LABELS[path], f"{path}_ms", path) for path in (PLAIN, FAST, TORCH)]
+        if "torch_ms" in first:
+            rows_of += [(f"{LABELS[path]}/pytorch", f"{path}_ratio", path) for path in (PLAIN, FAST)]
+        for label, key, path in rows_of:
+            if key in first:
+                lines.append(f"  {label:14s}" + "".join(f"{r[key]:9.2f}" for r in speed_rows))
+            elif path == FAST:
+                lines.append(f"  {label:14s} {first.get('fast_missing', 'not measured')}")
+            else:
+                lines.append(f"  {label:14s} not installed: tinytorch measured alone")
     for r in rows:
         if r["benchmark"].startswith("attention peak memory"):
-            print(f"\npeak memory of forward + backward at n = {r['n']}, d = {r['head_dim']} (one head, float32):")
-            print(f"  n x n score matrix        {r['scores_mib']:9.1f} MiB")
-            print(f"  plain attention           {r['plain_mib']:9.1f} MiB")
-            print(f"  memory-efficient (block {r['block_size']}) {r['memory_efficient_mib']:6.1f} MiB"
-                  f"   ({r['saving']:.0f}x less)")
+            lines.append(f"\npeak memory of forward + backward at n = {r['n']}, d = {r['head_dim']} "
+                         "(one head, float32; numpy's allocations):")
+            lines.append(f"  {'n x n score matrix':30s}  {r['scores_mib']:9.1f} MiB")
+            for path in (PLAIN, FAST):
+                value = f"{r[f'{path}_mib']:9.1f} MiB" if f"{path}_mib" in r else r.get("fast_missing", "not measured")
+                lines.append(f"  {'attention, ' + LABELS[path] + ' path':30s}  {value}")
+            tiled = f"memory-efficient (block {r['block_size']})"
+            lines.append(f"  {tiled:30s}  {r['memory_efficient_mib']:9.1f} MiB"
+                         f"   ({r['plain_mib'] / r['memory_efficient_mib']:.0f}x less than plain)")
+    return "\n".join(lines)
+
+
+def print_report(rows: list[dict]):
+    print(report(rows))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats; memory at n = 2048")
     args = parser.parse_args(argv)
-    reuse_freed_memory()  # glibc keeps freed memory for reuse, in this process: both libraries alike
     print_report(run(quick=args.quick))
 
 

@@ -1,22 +1,23 @@
-"""GPT training speed: tinytorch against PyTorch eager, side by side in one process.
+"""GPT training speed: tinytorch's plain path, its fast path (module 07) and PyTorch eager, side by side in one process.
 
-1. One training step (forward, backward, AdamW update) at nanoGPT's CPU configuration for tiny Shakespeare
-   (4 layers, 4 heads, width 128, context 64, batch 12, vocabulary 65), float32, the same number of threads for
-   both libraries, timed as the median of many steps and reported as a ratio (tinytorch time / PyTorch time).
+1. One training step (forward, loss, backward, gradient clipping, AdamW update) at nanoGPT's CPU configuration for
+   tiny Shakespeare (4 layers, 4 heads, width 128, context 64, batch 12, vocabulary 65), float32, the same number of
+   threads for every library. tinytorch's step is the capstone's own `tito.milestone.train_step` (its two phases,
+   `forward_loss` and `update`, timed apart); PyTorch's does the same work. The paths take turns in blocks of steps;
+   each is reported as the median of many steps and as a ratio to PyTorch's (time / PyTorch time).
 2. Opt-in (`--e2e`): the whole nanoGPT CPU run on a text file (2000 iterations, lr 1e-3 with warmup and cosine
-   decay, evaluation every `--eval-every` steps), reporting the validation loss reached and the wall time of each
-   library. Both use the same batches, and the two runs take turns of 50 iterations (each library's wall time is the
-   sum of its own turns), so the machine's drift over those minutes affects both alike.
+   decay, evaluation every `--eval-every` steps) on each path, reporting the validation loss reached and the wall
+   time. All use the same batches, and the runs take turns of 50 iterations (each one's wall time is the sum of its
+   own turns), so the machine's drift over those minutes affects them alike.
 
     python benchmarks/bench_gpt.py                   # the step benchmark
-    python benchmarks/bench_gpt.py --profile         # plus a cProfile of one tinytorch step: what dominates
+    python benchmarks/bench_gpt.py --profile         # plus a cProfile of tinytorch steps: what dominates
     python benchmarks/bench_gpt.py --e2e --text /work/shared/data/tinyshakespeare.txt
 
-`run(quick=False)` returns the results as a list of dicts. Without PyTorch installed, tinytorch is measured alone.
+`run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf (module 07) the fast path is
+reported as not exported; without PyTorch, tinytorch is measured alone.
 """
 from __future__ import annotations
-
-import tinytorch  # noqa: F401  (before numpy: it shortens OpenBLAS's idle-thread spin; see its __init__)
 
 import argparse
 import cProfile
@@ -29,22 +30,24 @@ import time
 import numpy as np
 
 from tinytorch.core.layers import manual_seed
-from tinytorch.core.tensor import reuse_freed_memory
-from tinytorch.core.losses import cross_entropy
-from tinytorch.core.optim import AdamW, clip_grad_norm_, lr_at
+from tinytorch.core.optim import AdamW, lr_at
 from tinytorch.core.transformer import GPT, CharTokenizer, get_batch, load_text
+from tito.milestone import RunConfig, forward_loss, train_step, update
 
+from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, running, tinytorch_paths
 from threads import threads, torch_like_numpy
 
 # nanoGPT: python train.py config/train_shakespeare_char.py --device=cpu --compile=False --eval_iters=20
 #   --log_interval=1 --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000
 #   --lr_decay_iters=2000 --dropout=0.0
 CONFIG = dict(vocab_size=65, embed_dim=128, num_layers=4, num_heads=4, block_size=64, batch_size=12)
+SMOKE = dict(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, block_size=8, batch_size=2)  # does it run?
 E2E = dict(iters=2000, lr=1e-3, min_lr=1e-4, warmup=100, weight_decay=0.1, betas=(0.9, 0.99), grad_clip=1.0,
            eval_iters=20)
+STEP_LR, GRAD_CLIP = 1e-3, RunConfig().grad_clip  # the step benchmark clips gradients as the capstone does
 
 
-# --- the two models ----------------------------------------------------------------------------------------------
+# --- the models and their steps ------------------------------------------------------------------------------------
 def tinytorch_model(cfg=CONFIG, seed=0, **adamw):
     manual_seed(seed)
     model = GPT(cfg["vocab_size"], cfg["embed_dim"], cfg["num_layers"], cfg["num_heads"], cfg["block_size"], seed=seed)
@@ -96,32 +99,17 @@ def torch_model(cfg=CONFIG, seed=0, **adamw):
     return model, torch.optim.AdamW(model.parameters(), **adamw)
 
 
-def tinytorch_forward(model, x, y):
-    return cross_entropy(model(x), y)
-
-
-def tinytorch_update(model, optimizer, loss, grad_clip=None):
-    "Backward from `loss`, gradient clipping if asked, and the optimizer step; returns the loss as a float."
-    optimizer.zero_grad()
-    loss.backward()
-    if grad_clip:
-        clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.step()
-    return loss.item()
-
-
-def tinytorch_step(model, optimizer, x, y, grad_clip=None):
-    return tinytorch_update(model, optimizer, tinytorch_forward(model, x, y), grad_clip)
-
-
 def torch_forward(model, x, y):
     torch = torch_like_numpy()
     logits = model(torch.from_numpy(x))
     return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), torch.from_numpy(y).view(-1))
 
 
-def torch_update(model, optimizer, loss, grad_clip=None):
+def torch_update(model, optimizer, loss, lr: float, grad_clip: float) -> float:
+    "PyTorch's version of `tito.milestone.update`: backward, clipping, the AdamW update at `lr`."
     torch = torch_like_numpy()
+    for group in optimizer.param_groups:
+        group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if grad_clip:
@@ -130,89 +118,118 @@ def torch_update(model, optimizer, loss, grad_clip=None):
     return loss.item()
 
 
-def torch_step(model, optimizer, x, y, grad_clip=None):
-    return torch_update(model, optimizer, torch_forward(model, x, y), grad_clip)
+def torch_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
+    return torch_update(model, optimizer, torch_forward(model, x, y), lr, grad_clip)
+
+
+# Both tinytorch paths run the capstone's step; only the kernel table differs (see kernel_paths.running).
+PHASES = {PLAIN: (forward_loss, update), FAST: (forward_loss, update), TORCH: (torch_forward, torch_update)}
+STEPS = {PLAIN: train_step, FAST: train_step, TORCH: torch_step}
+
+
+def new_model(path: str, cfg=CONFIG, seed=0, **adamw):
+    "(model, optimizer) for `path`: the same GPT, at the same initial weights for the two tinytorch paths."
+    return torch_model(cfg, seed, **adamw) if path == TORCH else tinytorch_model(cfg, seed, **adamw)
+
+
+def measured_paths() -> list[str]:
+    "tinytorch's paths (plain; fast when module 07 is exported), then PyTorch when it is installed."
+    return tinytorch_paths() + ([TORCH] if torch_like_numpy() is not None else [])
 
 
 # --- 1. one training step ----------------------------------------------------------------------------------------
-PHASES = {"tinytorch": (tinytorch_forward, tinytorch_update), "torch": (torch_forward, torch_update)}
-
-
-def _time_step(library: str, model, optimizer, x, y) -> tuple:
-    "Seconds of one training step's two phases: the forward pass with the loss, and backward + optimizer step."
-    forward, update = PHASES[library]
+def _time_step(path: str, model, optimizer, x, y, lr: float = STEP_LR, grad_clip: float = GRAD_CLIP) -> tuple:
+    "Seconds of one training step's two phases: the forward pass with the loss, and backward + clipping + AdamW."
+    forward, backward_and_update = PHASES[path]
     started = time.perf_counter()
     loss = forward(model, x, y)
     forward_done = time.perf_counter()
-    update(model, optimizer, loss)
+    backward_and_update(model, optimizer, loss, lr, grad_clip)
     return forward_done - started, time.perf_counter() - forward_done
 
 
-def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10) -> dict:
-    """Median milliseconds per training step of each library on the same random batches, and of its two phases
-    (forward; backward + AdamW), so that a gap can be placed.
+def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10, paths=None,
+               grad_clip: float = GRAD_CLIP) -> dict:
+    """Median milliseconds per training step on each path (`measured_paths()` by default), on the same random
+    batches, and of its two phases (forward; backward + clipping + AdamW), so that a gap can be placed.
 
-    The libraries take turns in blocks of `block` steps, so a change in the machine's load affects both alike.
+    The paths take turns in blocks of `block` steps, so a change in the machine's load affects all alike.
     Not step by step: PyTorch's OpenMP threads keep spinning for a while after each parallel region, and numpy's
     BLAS threads starting right then would compete with them, which slows both and distorts the ratio."""
+    paths = list(paths or measured_paths())
     rng = np.random.default_rng(0)
     data = rng.integers(0, cfg["vocab_size"], size=100_000)
     batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(warmup + steps)]
-    models = {"tinytorch": tinytorch_model(cfg, lr=1e-3)}
-    if torch_like_numpy() is not None:
-        models["torch"] = torch_model(cfg, lr=1e-3)
-    times = {name: [] for name in models}
+    models = {path: new_model(path, cfg, lr=STEP_LR) for path in paths}
+    times = {path: [] for path in paths}
     for start in range(0, len(batches), block):
-        for name, (model, optimizer) in models.items():
-            for i in range(start, min(start + block, len(batches))):
-                phases = _time_step(name, model, optimizer, *batches[i])
-                if i >= warmup:
-                    times[name].append(phases)
-    result = {"benchmark": "gpt_train_step", "config": dict(cfg), "dtype": "float32", "threads": threads(),
-              "steps": steps, "parameters": models["tinytorch"][0].num_parameters()}
-    for name, phases in times.items():
-        result[f"{name}_ms"] = 1e3 * statistics.median(forward + update for forward, update in phases)
-        result[f"{name}_forward_ms"] = 1e3 * statistics.median(forward for forward, _ in phases)
-        result[f"{name}_backward_ms"] = 1e3 * statistics.median(update for _, update in phases)
-    if "torch" in times:
-        result["ratio"] = result["tinytorch_ms"] / result["torch_ms"]
+        for path in paths:
+            with running(path):
+                for i in range(start, min(start + block, len(batches))):
+                    phases = _time_step(path, *models[path], *batches[i], grad_clip=grad_clip)
+                    if i >= warmup:
+                        times[path].append(phases)
+    tinytorch = next((models[path][0] for path in paths if path != TORCH), None)
+    result = {"benchmark": "gpt_train_step", "step": "tito.milestone.train_step", "config": dict(cfg),
+              "dtype": "float32", "threads": threads(), "steps": steps, "grad_clip": grad_clip, "paths": paths,
+              "parameters": tinytorch.num_parameters() if tinytorch is not None else None}
+    if FAST not in paths and fast_missing():
+        result["fast_missing"] = fast_missing()
+    for path, phases in times.items():
+        result[f"{path}_ms"] = 1e3 * statistics.median(forward + rest for forward, rest in phases)
+        result[f"{path}_forward_ms"] = 1e3 * statistics.median(forward for forward, _ in phases)
+        result[f"{path}_backward_ms"] = 1e3 * statistics.median(rest for _, rest in phases)
+    for path in paths:
+        if path != TORCH and TORCH in times:
+            result[f"{path}_ratio"] = result[f"{path}_ms"] / result["torch_ms"]
     return result
 
 
-def profile_step(steps: int = 20, top: int = 25, cfg=CONFIG) -> str:
-    "cProfile of `steps` tinytorch training steps, the `top` functions by their own time."
+def ab_step(steps: int = 100) -> dict:
+    """For benchmarks/ab.py: the step of the best tinytorch path there is (fast, else plain) against PyTorch's,
+    without gradient clipping, as the step benchmark measured it before module 07 (so any two versions compare)."""
+    path = tinytorch_paths()[-1]
+    r = bench_step(steps=steps, paths=[path, TORCH], grad_clip=None)
+    return {"path": path, "ratio": r[f"{path}_ratio"], "tinytorch_ms": r[f"{path}_ms"], "torch_ms": r["torch_ms"]}
+
+
+def profile_step(steps: int = 20, top: int = 25, cfg=CONFIG, path: str = None) -> str:
+    "cProfile of `steps` tinytorch training steps on `path` (default: fast if there is one), the `top` by own time."
+    path = path or tinytorch_paths()[-1]
     rng = np.random.default_rng(0)
     data = rng.integers(0, cfg["vocab_size"], size=100_000)
-    model, optimizer = tinytorch_model(cfg, lr=1e-3)
+    model, optimizer = tinytorch_model(cfg, lr=STEP_LR)
     batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(steps + 2)]
-    for x, y in batches[:2]:
-        tinytorch_step(model, optimizer, x, y)
     profiler = cProfile.Profile()
-    profiler.enable()
-    for x, y in batches[2:]:
-        tinytorch_step(model, optimizer, x, y)
-    profiler.disable()
+    with running(path):
+        for x, y in batches[:2]:
+            train_step(model, optimizer, x, y, STEP_LR, GRAD_CLIP)
+        profiler.enable()
+        for x, y in batches[2:]:
+            train_step(model, optimizer, x, y, STEP_LR, GRAD_CLIP)
+        profiler.disable()
     stream = io.StringIO()
+    stream.write(f"cProfile of {steps} steps on the {path} path\n")
     pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(top)
     return stream.getvalue()
 
 
 # --- 2. end to end -----------------------------------------------------------------------------------------------
-def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every: int = 250, seed: int = 0,
+def training(path: str, text_path: str, iters: int = E2E["iters"], eval_every: int = 250, seed: int = 0,
              log=print, turn: int = 50):
-    """nanoGPT's CPU run with `library` ('tinytorch' or 'torch'), as a generator that pauses every `turn` iterations
-    (so two runs can take turns); it returns the validation loss reached and the wall time spent while running."""
+    """nanoGPT's CPU run on `path` ('plain', 'fast' or 'torch'), as a generator that pauses every `turn` iterations
+    (so runs can take turns; drive it with `side_by_side`, which switches the kernels for each turn); it returns the
+    validation loss reached and the wall time spent while running."""
     text = load_text(text_path)
     tokenizer = CharTokenizer(text)
     ids = np.array(tokenizer.encode(text), dtype=np.int64)
     split = int(0.9 * len(ids))
     train_ids, val_ids = ids[:split], ids[split:]
     cfg = dict(CONFIG, vocab_size=tokenizer.vocab_size)
-    adamw = dict(lr=E2E["lr"], betas=E2E["betas"], weight_decay=E2E["weight_decay"])
-    if library == "torch":
+    model, optimizer = new_model(path, cfg, seed, lr=E2E["lr"], betas=E2E["betas"], weight_decay=E2E["weight_decay"])
+    step = STEPS[path]
+    if path == TORCH:
         torch = torch_like_numpy()
-        model, optimizer = torch_model(cfg, seed, **adamw)
-        step = torch_step
 
         def evaluate(data):
             model.eval()
@@ -228,8 +245,6 @@ def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every
             return float(np.mean(losses))
     else:
         from tinytorch.core.transformer import estimate_loss
-        model, optimizer = tinytorch_model(cfg, seed, **adamw)
-        step = tinytorch_step
 
         def evaluate(data):
             return estimate_loss(model, {"x": data}, cfg["batch_size"], cfg["block_size"], E2E["eval_iters"],
@@ -238,82 +253,92 @@ def training(library: str, text_path: str, iters: int = E2E["iters"], eval_every
     rng = np.random.default_rng(seed)
     curve, seconds, resumed = [], 0.0, time.perf_counter()
     for it in range(iters + 1):
-        if it > 0 and it % turn == 0:  # the other run's turn; our clock stops meanwhile
+        if it > 0 and it % turn == 0:  # another run's turn; our clock stops meanwhile
             seconds += time.perf_counter() - resumed
             yield
             resumed = time.perf_counter()
         if it % eval_every == 0 or it == iters:
             val = evaluate(val_ids)
             curve.append((it, val))
-            log(f"{library:9s} iter {it:5d}: val loss {val:.4f}  ({seconds + time.perf_counter() - resumed:.0f} s)")
+            log(f"{LABELS[path]:9s} iter {it:5d}: val loss {val:.4f}  ({seconds + time.perf_counter() - resumed:.0f} s)")
         if it == iters:
             break
-        lr = lr_at(it, E2E["lr"], E2E["warmup"], iters, E2E["min_lr"])
-        if library == "torch":
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-        else:
-            optimizer.lr = lr
         x, y = get_batch(train_ids, cfg["batch_size"], cfg["block_size"], rng)
-        step(model, optimizer, x, y, grad_clip=E2E["grad_clip"])
-    return {"benchmark": "gpt_tiny_shakespeare", "library": library, "iters": iters, "val_loss": curve[-1][1],
+        step(model, optimizer, x, y, lr_at(it, E2E["lr"], E2E["warmup"], iters, E2E["min_lr"]), E2E["grad_clip"])
+    return {"benchmark": "gpt_tiny_shakespeare", "path": path, "iters": iters, "val_loss": curve[-1][1],
             "seconds": seconds + time.perf_counter() - resumed, "curve": curve}
 
 
 def side_by_side(runs: dict) -> dict:
-    """Drive several `training` generators (name -> generator) in turns, so that a change in the machine's speed
-    during the minutes they take affects them alike. Returns name -> result."""
+    """Drive several `training` generators (path -> generator) in turns, each turn with its path's kernels, so that
+    a change in the machine's speed during the minutes they take affects them alike. Returns path -> result."""
     results, active = {}, dict(runs)
     while active:
-        for name, run_ in list(active.items()):
+        for path, run_ in list(active.items()):
             try:
-                next(run_)
+                with running(path):
+                    next(run_)
             except StopIteration as done:
-                results[name] = done.value
-                del active[name]
+                results[path] = done.value
+                del active[path]
     return results
 
 
-def train_text(library: str, text_path: str, **kwargs) -> dict:
-    "The whole nanoGPT CPU run with one library: the validation loss reached and the wall time."
-    return side_by_side({library: training(library, text_path, **kwargs)})[library]
+def train_text(path: str, text_path: str, **kwargs) -> dict:
+    "The whole nanoGPT CPU run on one path: the validation loss reached and the wall time."
+    return side_by_side({path: training(path, text_path, **kwargs)})[path]
 
 
 def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E2E["iters"],
-        eval_every: int = 250) -> list[dict]:
-    "The step benchmark (few steps when `quick`); with `e2e`, also the end-to-end run on `text` for each library."
-    results = [bench_step(steps=10, warmup=2) if quick else bench_step()]
-    if e2e:  # the two runs take turns, 50 iterations each
-        libraries = ("tinytorch", "torch") if torch_like_numpy() is not None else ("tinytorch",)
-        done = side_by_side({name: training(name, text, iters=iters, eval_every=eval_every) for name in libraries})
-        results += [done[name] for name in libraries]
+        eval_every: int = 250, smoke: bool = False) -> list[dict]:
+    """The step benchmark on every path (few steps when `quick`; a tiny model when `smoke`, which only checks that
+    it runs); with `e2e`, also the end-to-end run on `text` for each path, taking turns of 50 iterations."""
+    if smoke:
+        results = [bench_step(steps=3, warmup=1, cfg=SMOKE, block=2)]
+    else:
+        results = [bench_step(steps=10, warmup=2) if quick else bench_step()]
+    if e2e:
+        paths = measured_paths()
+        done = side_by_side({path: training(path, text, iters=iters, eval_every=eval_every) for path in paths})
+        results += [done[path] for path in paths]
     return results
 
 
 def report(results: list[dict]) -> str:
     lines = []
+    torch_seconds = next((r["seconds"] for r in results if r.get("path") == TORCH), None)
     for r in results:
         if r["benchmark"] == "gpt_train_step":
-            c = r["config"]
-            lines.append(f"GPT training step ({c['num_layers']} layers, {c['num_heads']} heads, "
-                         f"width {c['embed_dim']}, context {c['block_size']}, batch {c['batch_size']}, "
-                         f"vocab {c['vocab_size']}; {r['parameters']:,} parameters; {r['dtype']}, "
-                         f"{r['threads']} threads, median of {r['steps']})")
-            libraries = [name for name in ("tinytorch", "torch") if f"{name}_ms" in r]
-            lines.append(f"  {'':9s} {'step':>8s}  {'forward':>8s}  {'backward + AdamW':>16s}   (medians, ms)")
-            for name in libraries:
-                lines.append(f"  {'pytorch' if name == 'torch' else name:9s} {r[f'{name}_ms']:8.1f}  "
-                             f"{r[f'{name}_forward_ms']:8.1f}  {r[f'{name}_backward_ms']:16.1f}")
-            if "ratio" in r:
-                phase_ratios = [r[f"tinytorch_{phase}_ms"] / r[f"torch_{phase}_ms"] for phase in ("forward", "backward")]
-                lines.append(f"  ratio     {r['ratio']:8.2f}  {phase_ratios[0]:8.2f}  {phase_ratios[1]:16.2f}   "
-                             "(tinytorch / pytorch; step target <= 1.25)")
-            else:
-                lines.append("  pytorch   not installed: tinytorch measured alone")
+            lines += _step_report(r)
         else:
-            lines.append(f"{r['library']:9s} {r['iters']} iterations: validation loss {r['val_loss']:.4f} "
-                         f"in {r['seconds']:.0f} s")
+            ratio = f" ({r['seconds'] / torch_seconds:.2f}x pytorch's time)" if torch_seconds and r["path"] != TORCH else ""
+            lines.append(f"{LABELS[r['path']]:9s} {r['iters']} iterations: validation loss {r['val_loss']:.4f} "
+                         f"in {r['seconds']:.0f} s{ratio}")
     return "\n".join(lines)
+
+
+def _step_report(r: dict) -> list[str]:
+    c = r["config"]
+    clip = f"gradients clipped at {r['grad_clip']:g}" if r["grad_clip"] else "no gradient clipping"
+    lines = [f"GPT training step, {r['step']} ({c['num_layers']} layers, {c['num_heads']} heads, width "
+             f"{c['embed_dim']}, context {c['block_size']}, batch {c['batch_size']}, vocab {c['vocab_size']}; "
+             f"{r['parameters']:,} parameters; {r['dtype']}, {r['threads']} threads, {clip}, median of {r['steps']})",
+             f"  {'path':9s} {'step':>8s} {'forward':>8s} {'backward+AdamW':>15s} | {'step':>6s} {'forward':>8s} "
+             f"{'backward':>9s}",
+             f"  {'':9s} {'ms':>8s} {'ms':>8s} {'ms':>15s} | {'ratios to pytorch':>25s}"]
+    for path in (PLAIN, FAST, TORCH):
+        if f"{path}_ms" not in r:
+            why = r.get("fast_missing", "not measured") if path == FAST else "not installed: tinytorch measured alone"
+            lines.append(f"  {LABELS[path]:9s} {why}")
+            continue
+        row = f"  {LABELS[path]:9s} {r[f'{path}_ms']:8.1f} {r[f'{path}_forward_ms']:8.1f} {r[f'{path}_backward_ms']:15.1f}"
+        if path != TORCH and f"{path}_ratio" in r:
+            phases = [r[f"{path}_{phase}_ms"] / r[f"torch_{phase}_ms"] for phase in ("forward", "backward")]
+            row += f" | {r[f'{path}_ratio']:6.2f} {phases[0]:8.2f} {phases[1]:9.2f}"
+        lines.append(row)
+    if f"{PLAIN}_ms" in r and f"{FAST}_ms" in r:
+        lines.append(f"  the fast path's step takes {r['fast_ms'] / r['plain_ms']:.2f}x the plain path's")
+    return lines
 
 
 def print_report(results: list[dict]):
@@ -329,7 +354,6 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=E2E["iters"])
     parser.add_argument("--eval-every", type=int, default=250)
     args = parser.parse_args(argv)
-    reuse_freed_memory()  # glibc keeps freed memory for reuse, in this process: both libraries alike
     print_report(run(args.quick, args.e2e, args.text, args.iters, args.eval_every))
     if args.profile:
         print(profile_step())

@@ -1,5 +1,1 @@
-import os as _os
-
-# Notebooks, tests and milestones that tito runs load numpy after this: give them OpenBLAS's shorter thread spin
-# (see tinytorch/__init__.py for why).
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "26")
+"""tito, the TinyTorch course tool: `tito.cli` is the command line. Importing it changes nothing outside it."""

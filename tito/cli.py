@@ -1,8 +1,8 @@
 """The `tito` command line. Commands parse their arguments, call tito's modules, and print what happened.
 
 Other course tools plug in as typer apps (see PLUGINS), imported only when their command runs:
-`tito.grading.nbgrader_app` (`tito nbgrader ...`), `tito.workspace.student_app` (`tito student ...`),
-`tito.workspace.module_reset` (a command function: `tito module reset NN`) and
+`tito.grading.nbgrader_app` (`tito nbgrader ...`), `tito.student.student_app` (`tito student ...`),
+`tito.student.module_reset` (a command function: `tito module reset NN`) and
 `tito.milestone.milestone_app` (`tito milestone ...`). They find the workspace with
 `tito.course.Workspace.find()`, which honours `--root` (tito sets TITO_ROOT from it), and may raise
 `tito.course.TitoError` for a one-line error.
@@ -30,10 +30,10 @@ from tito.testing import Checks, Outcome, run_notebook_checks, run_test_suite
 
 PLUGINS = {  # command name: (module, attribute) that other parts of the course provide
     "nbgrader": ("tito.grading", "nbgrader_app"),
-    "student": ("tito.workspace", "student_app"),
+    "student": ("tito.student", "student_app"),
     "milestone": ("tito.milestone", "milestone_app"),
 }
-MODULE_PLUGINS = {"reset": ("tito.workspace", "module_reset")}  # a typer command function
+MODULE_PLUGINS = {"reset": ("tito.student", "module_reset")}  # a typer command function
 LENIENT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
@@ -269,11 +269,23 @@ def test(module: str = typer.Argument(..., help="Module number or name, e.g. 01.
     read_notebook(ws, chosen)  # a missing or broken notebook is a one-line error before anything runs
     tests, checks = _run_checks(ws, chosen, verbose)
     if not (tests.passed and checks.passed):
-        raise typer.Exit(1)
+        raise TitoError(f"module {chosen.number} does not pass yet: {_shortfall(tests, checks)}")
 
 
-def _complete(ws: Workspace, module: Module, verbose: bool) -> bool:
-    "Export, test and record one module; whether it is complete."
+def _shortfall(tests: Checks, checks: Checks, pending=()) -> str:
+    "What keeps a module from passing, in a few words: '1 exercise not done, 3 tests failed, no graded cells ran'."
+    count = lambda n, noun: f"{n} {noun}{'' if n == 1 else 's'}"
+    parts = [f"{count(len(pending), 'exercise')} not done"] if pending else []
+    for noun, found in (("test", tests), ("graded cell", checks)):
+        if found.missing or not found.outcomes:
+            parts.append(f"no {noun}s ran")
+        elif bad := found.count("failed") + found.count("error"):
+            parts.append(f"{count(bad, noun)} failed")
+    return ", ".join(parts)
+
+
+def _complete(ws: Workspace, module: Module, verbose: bool) -> str:
+    "Export, test and record one module; '' when it is complete, else what it lacks (one line)."
     if missing := progress.incomplete_before(ws, module):
         raise TitoError(f"complete module(s) {', '.join(m.number for m in missing)} first: "
                         f"module {module.number} builds on them")
@@ -288,9 +300,9 @@ def _complete(ws: Workspace, module: Module, verbose: bool) -> bool:
     entry = progress.record(ws, module, pending, tests, checks)
     if entry["passed"]:
         say(f"module {module.number} complete (recorded in {ws.rel(ws.progress_file)})", "bold green")
-    else:
-        say(f"module {module.number} is not complete yet (recorded in {ws.rel(ws.progress_file)})", "bold red")
-    return entry["passed"]
+        return ""
+    say(f"module {module.number} is not complete yet (recorded in {ws.rel(ws.progress_file)})", "bold red")
+    return f"module {module.number}: {_shortfall(tests, checks, pending)}"
 
 
 @module_app.command("complete")
@@ -302,14 +314,12 @@ def complete(module: Optional[str] = typer.Argument(None, help="Module number or
     modules = _chosen(ws, module, all_modules)
     for i, chosen in enumerate(modules):
         try:
-            done = _complete(ws, chosen, verbose)
+            shortfall = _complete(ws, chosen, verbose)
         except TitoError as e:
-            error(str(e))
-            done = False
-        if not done:
-            if rest := modules[i + 1:]:
-                say(f"stopped at module {chosen.number}; not run: {', '.join(m.number for m in rest)}", "red")
-            raise typer.Exit(1)
+            shortfall = str(e)
+        if shortfall:
+            rest = ", ".join(m.number for m in modules[i + 1:])
+            raise TitoError(shortfall + (f"; stopped at module {chosen.number}; not run: {rest}" if rest else ""))
 
 
 # --- tito system doctor, tito lab ---------------------------------------------------------------------
@@ -324,10 +334,8 @@ def doctor_command():
     for c in checks:
         table.add_row(c.name, Text("ok", style="green") if c.ok else Text("problem", style="bold red"), c.detail, c.fix)
     out.print(table)
-    problems = [c.name for c in checks if not c.ok]
-    if problems:
-        error(f"{len(problems)} problem(s): {', '.join(problems)}")
-        raise typer.Exit(1)
+    if problems := [c.name for c in checks if not c.ok]:
+        raise TitoError(f"{len(problems)} problem(s): {', '.join(problems)}")
 
 
 @app.command()
@@ -343,11 +351,10 @@ def lab(port: int = typer.Option(8888, help="Port to serve on (127.0.0.1 only)."
     raise typer.Exit(jupyter_lab.serve(server))
 
 
-
-def main():
-    "Entry point of the `tito` script: one-line errors for the problems tito knows about."
+def main(command: typer.Typer = app):
+    "Entry point of the `tito` script (or of one of its apps): one-line errors for the problems tito knows about."
     try:
-        app()
+        command()
     except TitoError as e:
         error(str(e))
         raise SystemExit(1)

@@ -1,4 +1,6 @@
-"""The course workspace: where it is, its settings, its modules, and the environment tito runs tools in."""
+"""The course workspace: where it is, its settings, its paths and modules, and the environment tito runs tools in.
+
+It imports no other tito module, so any of them can import it (tito.grading finds the workspace's paths here)."""
 from __future__ import annotations
 
 import configparser
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SETTINGS_FILE = "settings.ini"
+STUDENT = "student"  # settings.ini [workspace] kind of a workspace made by `tito student init`
 MODULE_FOLDER = re.compile(r"^(\d{2})_(\w+)$")  # modules/NN_topic/
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colours in tool output
 LINE_WIDTH = 160
@@ -52,11 +55,19 @@ class Workspace:
                                 "with a [course] section and a modules/ folder)")
             return workspace
         start = Path.cwd().resolve()
-        for folder in (start, *start.parents):
-            if (workspace := cls._load(folder)) is not None:
-                return workspace
+        if (workspace := cls.containing(start)) is not None:
+            return workspace
         raise TitoError(f"no TinyTorch workspace in {start} or above (a folder with {SETTINGS_FILE} and modules/); "
                         "run tito inside the course folder or pass --root")
+
+    @classmethod
+    def containing(cls, path: str | Path) -> Workspace | None:
+        "The nearest workspace at or above `path` (a file or folder), or None."
+        path = Path(path).resolve()
+        for folder in (path, *path.parents):
+            if (workspace := cls._load(folder)) is not None:
+                return workspace
+        return None
 
     @classmethod
     def _load(cls, folder: Path) -> Workspace | None:
@@ -74,7 +85,8 @@ class Workspace:
         workspace = cls(folder, settings)
         return workspace if workspace.modules_dir.is_dir() else None
 
-    def _path(self, section: str, key: str, default: str) -> Path:
+    def setting_path(self, section: str, key: str, default: str) -> Path:
+        "A folder or file named in settings.ini (`[section] key`, else `default`), under the workspace root."
         return self.root / self.settings.get(section, key, fallback=default)
 
     def _seconds(self, key: str, default: int) -> int:
@@ -86,20 +98,34 @@ class Workspace:
 
     @property
     def modules_dir(self) -> Path:
-        return self._path("course", "modules_dir", "modules")
+        return self.setting_path("course", "modules_dir", "modules")
 
     @property
     def tests_dir(self) -> Path:
-        return self._path("course", "tests_dir", "tests")
+        return self.setting_path("course", "tests_dir", "tests")
 
     @property
     def lib_dir(self) -> Path:
         "The exported package, e.g. `tinytorch/`."
-        return self._path("course", "package", "tinytorch")
+        return self.setting_path("course", "package", "tinytorch")
 
     @property
     def progress_file(self) -> Path:
-        return self._path("workspace", "progress_file", ".tito/progress.json")
+        return self.setting_path("workspace", "progress_file", ".tito/progress.json")
+
+    @property
+    def is_student(self) -> bool:
+        "True when `tito student init` made it (settings.ini: [workspace] kind = student)."
+        return self.settings.get("workspace", "kind", fallback="course").strip() == STUDENT
+
+    @property
+    def release_dir(self) -> Path:
+        "nbgrader's release folder: the student versions of the notebooks."
+        return self.setting_path("nbgrader", "release_dir", "release")
+
+    def released(self, module: Module) -> Module:
+        "The release (student) version of `module`: `release/NN_topic/NN_topic.ipynb`."
+        return Module(module.number, module.name, self.release_dir / module.name)
 
     @property
     def cell_timeout(self) -> int:

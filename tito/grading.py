@@ -25,7 +25,6 @@ import nbformat
 import typer
 
 from tito.course import Module, TitoError, Workspace
-from tito.workspace import is_student_workspace, released, setting_path
 
 TIMEOUT_ERROR = "CellTimeoutError"  # the error nbgrader's Execute preprocessor records for a cell that ran too long
 _MARKERS = {"BEGIN SOLUTION": "solution", "END SOLUTION": "solution",
@@ -117,7 +116,7 @@ def _error_line(result: dict) -> str:
 def instructor_workspace() -> Workspace:
     "The course repository tito runs in; nbgrader needs the notebooks with solutions, not a student workspace."
     ws = Workspace.find()
-    if is_student_workspace(ws):
+    if ws.is_student:
         raise TitoError("this is a student workspace; the nbgrader commands run in the course repository")
     return ws
 
@@ -148,7 +147,7 @@ def generate(ws: Workspace, modules: Iterable[Module], verbose: bool = False) ->
             result = api.generate_assignment(mod.name, force=True, create=True)
             if not result["success"]:
                 raise TitoError(f"nbgrader could not generate {mod.name}: {_error_line(result)}")
-            out.append(released(ws, mod).notebook)
+            out.append(ws.released(mod).notebook)
     return out
 
 
@@ -241,7 +240,7 @@ class StudentScore:
 
 def _dir(ws: Workspace, step: str) -> Path:
     "nbgrader's folder for `step` (submitted, autograded, feedback), from settings.ini [nbgrader]."
-    return setting_path(ws, "nbgrader", f"{step}_dir", step)
+    return ws.setting_path("nbgrader", f"{step}_dir", step)
 
 
 def _students(ws: Workspace, step: str, mod: Module) -> list[str]:
@@ -308,7 +307,7 @@ def scores(ws: Workspace, mod: Module, students: Optional[list[str]] = None) -> 
 
     students = students if students is not None else _students(ws, "submitted", mod)
     autograded, submitted = _dir(ws, "autograded"), _dir(ws, "submitted")
-    release = released(ws, mod).notebook
+    release = ws.released(mod).notebook
     order = _grade_order(mod.notebook)
     rank = lambda gid: (order.index(gid) if gid in order else len(order), gid)
     out = []
@@ -350,7 +349,7 @@ def autograde(ws: Workspace, mod: Module, students: Optional[list[str]] = None, 
     unknown = sorted(set(students) - set(everyone))
     if unknown:
         raise TitoError(f"no submission of {mod.name} from {', '.join(unknown)}")
-    if not _assignment_in_gradebook(ws, mod) or not released(ws, mod).notebook.is_file():
+    if not _assignment_in_gradebook(ws, mod) or not ws.released(mod).notebook.is_file():
         generate(ws, [mod], verbose=verbose)
     errors = {}
     with nbgrader_api(ws, timeout=timeout, verbose=verbose) as api:

@@ -5,16 +5,24 @@ on a text file; show a progress bar, evaluate now and then, checkpoint, plot the
     tito milestone run gpt --text input.txt --steps 5000 --out runs/shakespeare
     tito milestone run gpt --resume                         # continue the run in --out from its checkpoint
 
-Ctrl-C finishes the current step, writes a checkpoint and stops; `--resume` continues from it with the same step
-count, optimizer state and random-number state, so an interrupted run ends exactly where an uninterrupted one would.
+Ctrl-C (or `--stop-at N`) finishes the current step, writes a checkpoint and the loss curve and stops; the sample is
+written only when the run reaches its last step. `--resume` continues with the same step count, optimizer state and
+random-number state, so an interrupted run ends exactly where an uninterrupted one would.
+
+The run uses the fast path (module 07's kernels, `tinytorch.perf.enable()`) when module 07 is complete, else the
+plain textbook ops of modules 01-06; `--fast` / `--plain` decide instead, and the first line printed says which.
+`train_step` is the one training step of the course: `benchmarks/bench_gpt.py` times this very function.
 The library is imported inside the command, so `tito` itself starts even before module 06 is complete.
 """
 from __future__ import annotations
 
 import math
 import signal
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional
 
@@ -22,15 +30,15 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from tito import progress
+from tito.course import TitoError, Workspace, one_line
+
 milestone_app = typer.Typer(help="Milestones: end-to-end runs of the library you built.", no_args_is_help=True,
                             add_completion=False, pretty_exceptions_show_locals=False)
 console = Console(highlight=False)
 MILESTONES = ("gpt",)
 CHECKPOINT, LOSS_PLOT, SAMPLE = "ckpt.npz", "loss.png", "sample.txt"
-
-
-class MilestoneError(Exception):
-    "A problem the milestone reports as one line before exiting non-zero."
+PERF, PERF_MODULE = "tinytorch.perf", "07"  # the fast kernels, and the module that exports them
 
 
 @dataclass
@@ -64,29 +72,93 @@ def _library():
     try:
         from tinytorch.core import layers, losses, optim, transformer
     except ImportError as e:
-        raise MilestoneError(f"the GPT milestone needs modules 03-06 exported into tinytorch ({e}); "
-                             "complete them first (tito module complete NN)") from None
-    from tinytorch.core import tensor
-    if hasattr(tensor, "reuse_freed_memory"):  # module 01: keep freed activations' memory for the next step
-        tensor.reuse_freed_memory()
+        raise TitoError(f"the GPT milestone needs modules 03-06 exported into tinytorch ({e}); "
+                        "complete them first (tito module complete NN)") from None
     return transformer, losses, optim, layers
+
+
+# --- the fast path or the plain one ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelPath:
+    "Which ops a run uses (module 07's fast kernels, or the plain ops of modules 01-06) and why."
+    fast: bool
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{'fast' if self.fast else 'plain'} path: {self.reason}"
+
+
+def perf_spec():
+    "Where tinytorch.perf would be imported from, or None when it is not exported (or tinytorch is missing)."
+    try:
+        return find_spec(PERF)
+    except ModuleNotFoundError:
+        return None
+
+
+def choose_path(force: Optional[bool] = None) -> KernelPath:
+    """The fast path when module 07 is complete: `tinytorch.perf` is exported and, if the package is a student
+    workspace's, `tito module complete 07` passed there. `force` (--fast True, --plain False) decides instead."""
+    plain = "the plain ops of modules 01-06"
+    if force is False:
+        return KernelPath(False, f"{plain} (--plain)")
+    spec = perf_spec()
+    if spec is None:
+        if force:
+            raise TitoError(f"--fast needs module {PERF_MODULE}: {PERF} is not exported "
+                            f"(tito module complete {PERF_MODULE})")
+        return KernelPath(False, f"{plain}; module {PERF_MODULE} is not exported (no {PERF})")
+    ws = Workspace.containing(spec.origin)
+    if (ws is not None and Path(spec.origin).resolve().is_relative_to(ws.lib_dir.resolve())
+            and ws.is_student and not progress.is_complete(ws, PERF_MODULE)):
+        if force:
+            return KernelPath(True, f"module {PERF_MODULE}'s kernels (--fast; module {PERF_MODULE} is not complete)")
+        return KernelPath(False, f"{plain}; module {PERF_MODULE} is not complete yet "
+                                 f"(tito module complete {PERF_MODULE}, or --fast)")
+    return KernelPath(True, f"module {PERF_MODULE}'s kernels, {PERF}.enable()"
+                            + (" (--fast)" if force else "; --plain runs the plain ops"))
+
+
+def _perf():
+    "tinytorch.perf, imported; a TitoError when the exported module does not import."
+    try:
+        import tinytorch.perf as perf
+    except Exception as e:  # the student's own code: any error, reported on one line
+        raise TitoError(f"{PERF} (module {PERF_MODULE}) does not import: {one_line(f'{type(e).__name__}: {e}')}; "
+                        "fix it, or run with --plain") from None
+    return perf
+
+
+@contextmanager
+def kernel_path(fast: bool):
+    "Module 07's fast kernels on (`fast`) or off inside the `with` block, as they were after it."
+    perf = _perf() if fast else sys.modules.get(PERF)  # never imported: the kernels cannot be on
+    if perf is None or perf.is_enabled() == fast:
+        yield
+        return
+    switch, restore = (perf.enable, perf.disable) if fast else (perf.disable, perf.enable)
+    switch()
+    try:
+        yield
+    finally:
+        restore()
 
 
 def prepare_data(cfg: RunConfig, chars: Optional[list] = None):
     "(tokenizer, train ids, validation ids): the first 90% of the text trains, the last 10% validates."
     transformer = _library()[0]
     if cfg.text is not None and not Path(cfg.text).is_file():
-        raise MilestoneError(f"--text {cfg.text}: no such file")
+        raise TitoError(f"--text {cfg.text}: no such file")
     text = transformer.load_text(cfg.text, cfg.max_chars)
     tokenizer = transformer.CharTokenizer(text if chars is None else "".join(chars))
     try:
         ids = np.array(tokenizer.encode(text), dtype=np.int64)
     except ValueError as e:
-        raise MilestoneError(f"the text changed since the checkpoint was written: {e}") from None
+        raise TitoError(f"the text changed since the checkpoint was written: {e}") from None
     split = int(0.9 * len(ids))
     if min(split, len(ids) - split) <= cfg.block_size:
-        raise MilestoneError(f"the text has {len(ids)} characters: too short for --block-size {cfg.block_size} "
-                             "(each split needs more than one block)")
+        raise TitoError(f"the text has {len(ids)} characters: too short for --block-size {cfg.block_size} "
+                        "(each split needs more than one block)")
     return tokenizer, ids[:split], ids[split:]
 
 
@@ -99,7 +171,7 @@ def build_model(cfg: RunConfig, vocab_size: int):
                                 dropout=cfg.dropout, seed=cfg.seed)
         optimizer = optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     except ValueError as e:  # an impossible configuration, e.g. a width the heads do not divide
-        raise MilestoneError(str(e)) from None
+        raise TitoError(str(e)) from None
     return model, optimizer
 
 
@@ -108,17 +180,25 @@ def learning_rate(cfg: RunConfig, step: int) -> float:
     return _library()[2].lr_at(step, cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr)
 
 
-def train_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
-    "One step: forward, loss, backward, clip, AdamW update. Returns the loss."
-    _, losses, optim, _ = _library()
-    loss = losses.cross_entropy(model(x), y)
+def forward_loss(model, x, y):
+    "The first phase of a training step: the forward pass and its cross-entropy loss (a Tensor)."
+    return _library()[1].cross_entropy(model(x), y)
+
+
+def update(model, optimizer, loss, lr: float, grad_clip: float) -> float:
+    "The second phase: backward from `loss`, gradient clipping, the AdamW update at `lr`. Returns the loss."
     optimizer.zero_grad()
     loss.backward()
     if grad_clip:
-        optim.clip_grad_norm_(model.parameters(), grad_clip)
+        _library()[2].clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.lr = lr
     optimizer.step()
     return loss.item()
+
+
+def train_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
+    "One training step: forward, loss, backward, clip, AdamW update. Returns the loss."
+    return update(model, optimizer, forward_loss(model, x, y), lr, grad_clip)
 
 
 def plot_losses(history: dict, path: Path, title: str):
@@ -201,7 +281,7 @@ def resumed_run(out: Path, cfg: RunConfig, given: frozenset) -> Run:
     transformer, _, _, layers = _library()
     path = out / CHECKPOINT
     if not path.is_file():
-        raise MilestoneError(f"--resume: no checkpoint at {path}; start a run without --resume first")
+        raise TitoError(f"--resume: no checkpoint at {path}; start a run without --resume first")
     meta = transformer.load_checkpoint(path)
     saved = RunConfig(**meta["config"])
     ignored = sorted("--" + name.replace("_", "-") for name in given if getattr(saved, name) != getattr(cfg, name))
@@ -245,7 +325,7 @@ def train(run: Run, stop_at: Optional[int] = None) -> bool:
             x, y = transformer.get_batch(run.train_ids, cfg.batch_size, cfg.block_size, run.rng)
             loss = train_step(run.model, run.optimizer, x, y, learning_rate(cfg, run.step), cfg.grad_clip)
             if not math.isfinite(loss):
-                raise MilestoneError(f"the loss became {loss} at step {run.step}; try a smaller --lr")
+                raise TitoError(f"the loss became {loss} at step {run.step}; try a smaller --lr")
             run.step += 1
             run.history["step"].append(run.step)
             run.history["loss"].append(loss)
@@ -271,8 +351,17 @@ def write_sample(run: Run) -> str:
 
 
 def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[int] = None,
-            given: frozenset = frozenset()) -> int:
-    "Train (or resume), checkpoint, plot and sample. Returns the process exit code (130 after Ctrl-C)."
+            given: frozenset = frozenset(), fast: Optional[bool] = None) -> int:
+    """Train (or resume), checkpoint, plot and sample, on the path `choose_path(fast)` picks. Returns the process
+    exit code (130 after Ctrl-C)."""
+    _library()
+    path = choose_path(fast)
+    console.print(str(path), markup=False, highlight=False, soft_wrap=True)
+    with kernel_path(path.fast):
+        return _run_gpt(cfg, out, resume, stop_at, given)
+
+
+def _run_gpt(cfg: RunConfig, out: Path, resume: bool, stop_at: Optional[int], given: frozenset) -> int:
     out.mkdir(parents=True, exist_ok=True)
     run = resumed_run(out, cfg, given) if resume else new_run(cfg, out)
     cfg, started = run.cfg, time.perf_counter()
@@ -283,8 +372,8 @@ def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[i
     plot_losses(run.history, out / LOSS_PLOT, f"GPT on {Path(cfg.text).name if cfg.text else 'Python stdlib sources'}")
     if run.step < cfg.steps:
         why = "interrupted" if interrupted else f"stopped at --stop-at {stop_at}"
-        console.print(f"[yellow]{why} at step {run.step} of {cfg.steps}: checkpoint {run.checkpoint} kept; "
-                      f"continue with --resume --out {out}")
+        console.print(f"[yellow]{why} at step {run.step} of {cfg.steps}: checkpoint {run.checkpoint} and loss curve "
+                      f"kept (the sample comes at the last step); continue with --resume --out {out}")
         return 130 if interrupted else 0
     sample = write_sample(run)
     minutes = (time.perf_counter() - started) / 60
@@ -334,12 +423,14 @@ def run(
     seed: int = typer.Option(_DEFAULTS.seed, help="Seed for the weights, the batches and the sample."),
     out: Path = typer.Option(Path("runs/gpt"), help="Folder for the checkpoint, loss curve and sample."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
-    stop_at: Optional[int] = typer.Option(None, min=1, help="Stop (with a checkpoint) after this step; "
-                                          "--resume continues."),
+    stop_at: Optional[int] = typer.Option(None, min=1, help="Stop after this step, with a checkpoint and the loss "
+                                          "curve (no sample: it comes at the last step); --resume continues."),
+    fast: Optional[bool] = typer.Option(None, "--fast/--plain", help="Module 07's fast kernels, or the plain ops of "
+                                        "modules 01-06 (default: fast when module 07 is complete)."),
 ):
     "Train a GPT with your tinytorch: progress bar, validation loss, checkpoint, loss curve and a sample."
     if name not in MILESTONES:
-        _fail(f"unknown milestone {name!r}; available: {', '.join(MILESTONES)}")
+        raise TitoError(f"unknown milestone {name!r}; available: {', '.join(MILESTONES)}")
     options = dict(text=None if text is None else str(text), max_chars=max_chars, steps=steps,
                    batch_size=batch_size, block_size=block_size, embed_dim=embed_dim, num_layers=num_layers,
                    num_heads=num_heads, dropout=dropout, lr=lr, warmup=warmup, weight_decay=weight_decay,
@@ -347,17 +438,9 @@ def run(
                    temperature=temperature, top_k=top_k, seed=seed)
     cfg = RunConfig(**options)
     given = frozenset(k for k, v in options.items() if v != getattr(_DEFAULTS, k))
-    try:
-        code = run_gpt(cfg, out, resume=resume, stop_at=stop_at, given=given)
-    except MilestoneError as e:
-        _fail(str(e))
-    raise typer.Exit(code)
+    raise typer.Exit(run_gpt(cfg, out, resume=resume, stop_at=stop_at, given=given, fast=fast))
 
 
-def _fail(message: str):
-    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {message}")
-    raise typer.Exit(1)
-
-
-if __name__ == "__main__":
-    milestone_app()
+if __name__ == "__main__":  # `python -m tito.milestone ...`, with tito's one-line errors
+    from tito.cli import main
+    main(milestone_app)

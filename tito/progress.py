@@ -29,8 +29,10 @@ def entry(ws: Workspace, module: Module) -> dict | None:
     return load(ws)["modules"].get(module.number)
 
 
-def is_complete(ws: Workspace, module: Module) -> bool:
-    return bool((entry(ws, module) or {}).get("passed"))
+def is_complete(ws: Workspace, module: Module | str) -> bool:
+    "Whether the last `complete` run of `module` (a Module or its number, e.g. '07') passed."
+    number = module if isinstance(module, str) else module.number
+    return bool(load(ws)["modules"].get(number, {}).get("passed"))
 
 
 def incomplete_before(ws: Workspace, module: Module) -> list[Module]:

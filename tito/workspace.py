@@ -7,6 +7,10 @@ the student has exported so far. Its `settings.ini` says `[workspace] kind = stu
 
 `tito module reset NN` (student workspaces only) saves the student's notebook to a timestamped backup in
 `[workspace] backup_dir`, then restores the release notebook.
+
+The workspace's paths (release folder, settings-named folders) are `Workspace`'s own (`tito.course`), which
+`tito.grading` uses too: grading never imports this module, and this one imports grading only to have nbgrader
+generate stale release notebooks for a new student workspace. The commands are in `tito.student`.
 """
 from __future__ import annotations
 
@@ -18,37 +22,26 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-import typer
-
 from tito.course import SETTINGS_FILE, Module, TitoError, Workspace
 
-STUDENT = "student"
 # Test folders that only make sense next to the solutions; a student workspace does not get them.
 INSTRUCTOR_ONLY_TESTS = ("nbgrader", "integration", "tito")
 # Copied into a student workspace when the course repository has them (README.md: pyproject's `readme`).
 OPTIONAL_FILES = ("README.md", "LICENSE", ".gitignore", "docs/GRADING.md")
 OPTIONAL_DIRS = ("data",)
+STUDENT_GUIDE = "docs/STUDENT_README.md"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")
 
 
 # --- where things are ------------------------------------------------------------------------------
 def is_student_workspace(ws: Workspace) -> bool:
     "True when `ws` was made by `tito student init` (settings.ini: [workspace] kind = student)."
-    return ws.settings.get("workspace", "kind", fallback="course").strip() == STUDENT
-
-
-def setting_path(ws: Workspace, section: str, key: str, default: str) -> Path:
-    "A folder or file named in settings.ini, under the workspace root."
-    return ws.root / ws.settings.get(section, key, fallback=default)
-
-
-def release_dir(ws: Workspace) -> Path:
-    return setting_path(ws, "nbgrader", "release_dir", "release")
+    return ws.is_student
 
 
 def released(ws: Workspace, module: Module) -> Module:
     "The release (student) version of `module`: `release/NN_topic/NN_topic.ipynb`."
-    return Module(module.number, module.name, release_dir(ws) / module.name)
+    return ws.released(module)
 
 
 # --- student workspace ------------------------------------------------------------------------------
@@ -105,8 +98,10 @@ def _fill_workspace(ws: Workspace, dest: Path, modules: list[Module]):
         if (ws.root / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ws.root / name, dest / name)
+    if (ws.root / STUDENT_GUIDE).is_file():  # the workspace's README is the student guide, not the course's
+        shutil.copy2(ws.root / STUDENT_GUIDE, dest / "README.md")
     if (dest / ".gitignore").is_file():  # here release/ is the pristine copy `tito module reset` needs: keep it
-        release = ws.rel(release_dir(ws)).strip("/")
+        release = ws.rel(ws.release_dir).strip("/")
         lines = (dest / ".gitignore").read_text(encoding="utf-8").splitlines(keepends=True)
         (dest / ".gitignore").write_text("".join(x for x in lines if x.strip().strip("/") != release), encoding="utf-8")
     for name in ("tito", "tools", *OPTIONAL_DIRS):
@@ -116,8 +111,14 @@ def _fill_workspace(ws: Workspace, dest: Path, modules: list[Module]):
         _copy_tests(ws.tests_dir, dest / ws.rel(ws.tests_dir))
     _copy_package_skeleton(ws.lib_dir, dest / ws.rel(ws.lib_dir))
     for module in modules:
-        for folder in (ws.modules_dir, release_dir(ws)):  # the student's copy, and a pristine one for reset
-            shutil.copytree(released(ws, module).folder, dest / ws.rel(folder) / module.name, ignore=_IGNORE)
+        for folder in (ws.modules_dir, ws.release_dir):  # the student's copy, and a pristine one for reset
+            shutil.copytree(ws.released(module).folder, dest / ws.rel(folder) / module.name, ignore=_IGNORE)
+
+
+def stale_releases(ws: Workspace) -> list[Module]:
+    "Modules whose release notebook is missing or older than the source notebook (nbgrader must generate them)."
+    return [m for m in ws.modules() if not ws.released(m).notebook.is_file()
+            or ws.released(m).notebook.stat().st_mtime < m.notebook.stat().st_mtime]
 
 
 def init_student_workspace(ws: Workspace, dest: Path, *, generate=None) -> list[Module]:
@@ -126,18 +127,16 @@ def init_student_workspace(ws: Workspace, dest: Path, *, generate=None) -> list[
     Modules whose release notebook is missing or older than the source notebook are generated first, with
     `generate(ws, modules)` (default: `tito.grading.generate`, i.e. nbgrader)."""
     dest = Path(dest).expanduser().resolve()
-    if is_student_workspace(ws):
+    if ws.is_student:
         raise TitoError(f"{ws.root} is a student workspace; run `tito student init` in the course repository")
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise TitoError(f"{dest} already exists and is not empty; choose a new folder")
     modules = ws.modules()
     if not modules:
         raise TitoError(f"no modules in {ws.rel(ws.modules_dir)}/")
-    stale = [m for m in modules if not released(ws, m).notebook.is_file()
-             or released(ws, m).notebook.stat().st_mtime < m.notebook.stat().st_mtime]
-    if stale:
+    if stale := stale_releases(ws):
         if generate is None:
-            from tito.grading import generate
+            from tito.grading import generate  # nbgrader: only when there is a release to make
         generate(ws, stale)
 
     # Build it beside `dest` and rename at the end, so a failure leaves no half-made workspace.
@@ -153,14 +152,14 @@ def init_student_workspace(ws: Workspace, dest: Path, *, generate=None) -> list[
         os.replace(build, dest)
     finally:
         shutil.rmtree(build, ignore_errors=True)
-    return [released(ws, m) for m in modules]
+    return [ws.released(m) for m in modules]
 
 
 # --- reset ------------------------------------------------------------------------------------------
 def backup_path(ws: Workspace, module: Module, now: Optional[_dt.datetime] = None) -> Path:
     "A new, unused backup file: `<[workspace] backup_dir>/<NN_topic>-YYYYmmdd-HHMMSS.ipynb`."
     stamp = (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
-    folder = setting_path(ws, "workspace", "backup_dir", ".tito/backups")
+    folder = ws.setting_path("workspace", "backup_dir", ".tito/backups")
     path, n = folder / f"{module.name}-{stamp}.ipynb", 1
     while path.exists():
         n += 1
@@ -173,10 +172,10 @@ def reset_module(ws: Workspace, module: Module, now: Optional[_dt.datetime] = No
 
     The student's notebook is first copied to a new backup file, and the copy is checked, unless it is missing
     or already identical to the release. Files the release has beside the notebook are restored if missing."""
-    if not is_student_workspace(ws):
+    if not ws.is_student:
         raise TitoError("`tito module reset` is for student workspaces (made by `tito student init DIR`); "
                         "here it would overwrite a notebook that holds the solutions")
-    release = released(ws, module)
+    release = ws.released(module)
     if not release.notebook.is_file():
         raise TitoError(f"the release copy {ws.rel(release.notebook)} is missing, so there is nothing to reset to")
     pristine = release.notebook.read_bytes()
@@ -200,28 +199,3 @@ def reset_module(ws: Workspace, module: Module, now: Optional[_dt.datetime] = No
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(extra, target)
     return backup
-
-
-# --- commands ---------------------------------------------------------------------------------------
-student_app = typer.Typer(help="Student workspaces: make one from the course's nbgrader release.",
-                          no_args_is_help=True)
-
-
-@student_app.command("init")
-def student_init(directory: Path = typer.Argument(..., help="New folder for the student workspace.")):
-    "Make a student workspace: the release notebooks, the module tests, tito, and an empty tinytorch package."
-    modules = init_student_workspace(Workspace.find(), directory)
-    typer.echo(f"student workspace ready in {directory}: {', '.join(m.name for m in modules)}")
-    typer.echo(f'next: cd {directory} && python3 -m venv .venv && .venv/bin/pip install -e ".[dev]"')
-
-
-def module_reset(module: str = typer.Argument(..., help="Module number or name, e.g. 01.")):
-    "Restore a module's release notebook, after saving yours to a timestamped backup (student workspaces)."
-    ws = Workspace.find()
-    chosen = ws.module(module)
-    backup = reset_module(ws, chosen)
-    if backup is None:
-        typer.echo(f"{ws.rel(chosen.notebook)} is the release version; nothing to back up")
-    else:
-        typer.echo(f"saved your notebook to {ws.rel(backup)}")
-        typer.echo(f"restored {ws.rel(chosen.notebook)} from the release (reopen it in JupyterLab)")

@@ -1,5 +1,6 @@
 """The capstone command, `tito milestone run gpt`, run as a subprocess on a tiny text in a temporary folder:
-its outputs, stopping and resuming exactly, Ctrl-C handling and clear errors."""
+its outputs, the path it says it runs on, stopping and resuming exactly, Ctrl-C handling and clear errors."""
+import importlib.util
 import os
 import signal
 import subprocess
@@ -12,6 +13,8 @@ import pytest
 from tinytorch.core.transformer import load_checkpoint
 
 pytestmark = pytest.mark.slow
+HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
+TITO = [sys.executable, "-m", "tito", "milestone", "run"]
 
 TINY = ["--steps", "8", "--batch-size", "4", "--block-size", "16", "--embed-dim", "16", "--num-layers", "1",
         "--num-heads", "2", "--warmup", "2", "--eval-interval", "4", "--eval-iters", "2", "--sample-tokens", "40"]
@@ -25,10 +28,10 @@ def text_file(tmp_path):
 
 
 def milestone(*args, cwd, check=True):
-    "Run `python -m tito.milestone run gpt ARGS` (what `tito milestone run gpt` runs), returning the process."
+    "Run `tito milestone run gpt ARGS` (as `python -m tito`), returning the process."
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", COLUMNS="120")
-    proc = subprocess.run([sys.executable, "-m", "tito.milestone", "run", "gpt", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([*TITO, "gpt", *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=300)
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -37,6 +40,8 @@ def milestone(*args, cwd, check=True):
 def test_a_short_run_writes_checkpoint_loss_curve_and_sample(tmp_path, text_file):
     out = tmp_path / "run"
     proc = milestone("--text", text_file, "--out", out, *TINY, cwd=tmp_path)
+    from tito.milestone import choose_path
+    assert proc.stdout.splitlines()[0] == str(choose_path()), "the first line says which path, as tito decides it"
     assert (out / "ckpt.npz").is_file() and (out / "loss.png").stat().st_size > 1000
     sample = (out / "sample.txt").read_text(encoding="utf-8")
     assert len(sample) == 41 and set(sample) <= set("the quick brown fox jumps over the lazy dog.\n")
@@ -48,11 +53,13 @@ def test_a_short_run_writes_checkpoint_loss_curve_and_sample(tmp_path, text_file
 
 def test_stop_then_resume_equals_an_uninterrupted_run(tmp_path, text_file):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
-    milestone("--text", text_file, "--out", whole, *TINY, cwd=tmp_path)
-    stopped = milestone("--text", text_file, "--out", parts, *TINY, "--stop-at", "5", cwd=tmp_path)
+    plain = milestone("--text", text_file, "--out", whole, *TINY, "--plain", cwd=tmp_path)
+    assert plain.stdout.startswith("plain path: the plain ops of modules 01-06 (--plain)\n")
+    stopped = milestone("--text", text_file, "--out", parts, *TINY, "--stop-at", "5", "--plain", cwd=tmp_path)
     assert "--resume" in stopped.stdout and load_checkpoint(parts / "ckpt.npz")["step"] == 5
-    assert not (parts / "sample.txt").exists()
-    resumed = milestone("--resume", "--out", parts, cwd=tmp_path)
+    assert not (parts / "sample.txt").exists() and (parts / "loss.png").is_file()
+    assert "the sample comes at the last step" in " ".join(stopped.stdout.split()), "it says why there is no sample"
+    resumed = milestone("--resume", "--out", parts, "--plain", cwd=tmp_path)
     assert "resuming" in resumed.stdout and "step 5" in resumed.stdout
     a, b = np.load(whole / "ckpt.npz"), np.load(parts / "ckpt.npz")
     model_keys = [k for k in a.files if k.startswith(("model/", "optimizer/"))]
@@ -68,8 +75,8 @@ def test_ctrl_c_keeps_a_checkpoint_and_says_so(tmp_path, text_file):
     out = tmp_path / "run"
     args = ["--text", text_file, "--out", out, *TINY, "--steps", "100000", "--eval-interval", "3"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", COLUMNS="120")
-    proc = subprocess.Popen([sys.executable, "-m", "tito.milestone", "run", "gpt", *map(str, args)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([*TITO, "gpt", *map(str, args)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.time() + 120
         while not (out / "ckpt.npz").exists():
@@ -93,15 +100,35 @@ def test_clear_errors(tmp_path, text_file):
     assert bad.returncode == 1 and "missing.txt" in bad.stderr and "Traceback" not in bad.stderr
     bad = milestone("--resume", "--out", tmp_path / "nothing", cwd=tmp_path, check=False)
     assert bad.returncode == 1 and "no checkpoint" in bad.stderr
-    unknown = subprocess.run([sys.executable, "-m", "tito.milestone", "run", "bert"], cwd=tmp_path,
-                             capture_output=True, text=True)
-    assert unknown.returncode == 1 and "gpt" in unknown.stderr
+    unknown = subprocess.run([*TITO, "bert"], cwd=tmp_path, capture_output=True, text=True)
+    assert unknown.returncode == 1 and "gpt" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+@pytest.mark.skipif(HAS_PERF, reason="tinytorch.perf is exported here: --fast has what it needs")
+def test_fast_without_module_07_is_a_clear_error(tmp_path, text_file):
+    bad = milestone("--text", text_file, "--out", tmp_path / "x", *TINY, "--fast", cwd=tmp_path, check=False)
+    assert bad.returncode == 1 and "--fast needs module 07" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x" / "ckpt.npz").exists()
+
+
+@pytest.mark.skipif(not HAS_PERF, reason="tinytorch.perf (module 07) is not exported")
+def test_fast_runs_on_module_07s_kernels(tmp_path, text_file):
+    proc = milestone("--text", text_file, "--out", tmp_path / "fast", *TINY, "--fast", cwd=tmp_path)
+    assert proc.stdout.startswith("fast path: module 07's kernels")
+    assert load_checkpoint(tmp_path / "fast" / "ckpt.npz")["step"] == 8
+
+
+def test_the_module_can_run_as_a_script_with_the_same_errors(tmp_path):
+    "`python -m tito.milestone` is the same command, with tito's one-line errors."
+    bad = subprocess.run([sys.executable, "-m", "tito.milestone", "run", "gpt", "--resume", "--out", tmp_path / "none"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert bad.returncode == 1 and "no checkpoint" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_registered_in_the_tito_command(tmp_path):
-    "`tito milestone run gpt` is the same command, plugged into the course CLI."
-    pytest.importorskip("tito.cli", reason="the tito CLI core is not installed")
-    proc = subprocess.run([sys.executable, "-m", "tito", "milestone", "run", "--help"], cwd=tmp_path,
-                          capture_output=True, text=True, env=dict(os.environ, COLUMNS="200"))
+    "`tito milestone run gpt` is plugged into the course CLI, with its options."
+    proc = subprocess.run([*TITO, "--help"], cwd=tmp_path, capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="200"))
     assert proc.returncode == 0, proc.stderr
-    assert "--resume" in proc.stdout and "--stop-at" in proc.stdout and "--text" in proc.stdout
+    for option in ("--resume", "--stop-at", "--text", "--fast", "--plain"):
+        assert option in proc.stdout, option

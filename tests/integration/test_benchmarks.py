@@ -1,6 +1,9 @@
-"""The benchmark scripts still run, on tiny sizes, and report what they say they report (never timings as pass/fail)."""
+"""The benchmark scripts still run, on tiny sizes, and report what they say they report: tinytorch's plain path, its
+fast path (module 07) or why it is missing, and PyTorch (never timings as pass/fail)."""
 import importlib.util
+import json
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -10,45 +13,166 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import ab  # noqa: E402
 import bench_attention  # noqa: E402
 import bench_gpt  # noqa: E402
-from threads import torch_like_numpy  # noqa: E402
+import kernel_paths  # noqa: E402
+import run as run_all  # noqa: E402
+from threads import threads, torch_like_numpy  # noqa: E402
+
+from tito import milestone  # noqa: E402
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-TINY = dict(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, block_size=8, batch_size=2)
+HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
+TINY = bench_gpt.SMOKE
+TINYTORCH = ["plain", "fast"] if HAS_PERF else ["plain"]
 
 
-def test_gpt_step_benchmark_reports_both_libraries_and_their_ratio():
+class FakePerf(types.ModuleType):
+    "tinytorch.perf's interface (enable, disable, is_enabled) without kernels: it only records its state."
+
+    def __init__(self):
+        super().__init__("tinytorch.perf")
+        self.enabled = False
+
+    def enable(self):
+        self.enabled = True
+
+    def disable(self):
+        self.enabled = False
+
+    def is_enabled(self):
+        return self.enabled
+
+
+@pytest.fixture
+def fake_perf(monkeypatch):
+    "A module 07 that switches nothing, so a test can see which path each measurement ran on."
+    import tinytorch
+
+    perf = FakePerf()
+    monkeypatch.setitem(sys.modules, "tinytorch.perf", perf)
+    monkeypatch.setattr(tinytorch, "perf", perf, raising=False)
+    monkeypatch.setattr(kernel_paths, "perf_spec", lambda: object())
+    kernel_paths.fast_missing.cache_clear()
+    yield perf
+    kernel_paths.fast_missing.cache_clear()
+
+
+def test_gpt_step_benchmark_reports_every_path_and_its_ratio():
     r = bench_gpt.bench_step(steps=3, warmup=1, cfg=TINY, block=2)
-    assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3
-    libraries = ("tinytorch", "torch") if HAS_TORCH else ("tinytorch",)
-    for name in libraries:   # the step and its two phases, forward and backward + AdamW
-        assert min(r[f"{name}_ms"], r[f"{name}_forward_ms"], r[f"{name}_backward_ms"]) > 0
-    if HAS_TORCH:
-        assert r["ratio"] == pytest.approx(r["tinytorch_ms"] / r["torch_ms"])
-    else:
-        assert "ratio" not in r and "torch_forward_ms" not in r
+    assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3 and r["step"] == "tito.milestone.train_step"
+    assert r["paths"] == TINYTORCH + (["torch"] if HAS_TORCH else [])
+    for path in r["paths"]:   # the step and its two phases, forward and backward + clipping + AdamW
+        assert min(r[f"{path}_ms"], r[f"{path}_forward_ms"], r[f"{path}_backward_ms"]) > 0
+    for path in TINYTORCH:
+        if HAS_TORCH:
+            assert r[f"{path}_ratio"] == pytest.approx(r[f"{path}_ms"] / r["torch_ms"])
+        else:
+            assert f"{path}_ratio" not in r and "torch_ms" not in r
+    assert ("fast_ms" in r) == HAS_PERF and (r.get("fast_missing") == "module 07 not exported") != HAS_PERF
     report = bench_gpt.report([r])
-    assert "GPT training step" in report and "forward" in report and ("not installed" in report) != HAS_TORCH
+    rows = {line.split()[0]: line for line in report.splitlines()[3:]}
+    assert set(rows) >= {"plain", "fast", "pytorch"}, report
+    assert ("module 07 not exported" in rows["fast"]) != HAS_PERF
+    assert ("not installed" in rows["pytorch"]) != HAS_TORCH
 
 
-def test_a_step_split_into_phases_is_the_same_step():
-    # forward, then backward + AdamW, as _time_step runs them, leaves the same weights as one tinytorch_step
+def test_without_module_07_the_fast_columns_say_so(monkeypatch):
+    monkeypatch.setattr(kernel_paths, "perf_spec", lambda: None)
+    kernel_paths.fast_missing.cache_clear()
+    try:
+        r = bench_gpt.bench_step(steps=2, warmup=0, cfg=TINY, block=2)
+        rows = bench_attention.speed([8], repeats=1, rounds=1, min_seconds=0)
+        memory = bench_attention.memory(32, 8, 16)
+    finally:
+        kernel_paths.fast_missing.cache_clear()
+    assert r["paths"][0] == "plain" and "fast" not in r["paths"] and r["fast_missing"] == "module 07 not exported"
+    assert "fast_ms" not in rows[0] and "fast_mib" not in memory
+    fast_rows = [line for line in (bench_gpt.report([r]) + "\n" + bench_attention.report(rows + [memory])).splitlines()
+                 if "fast" in line.split()[:2] or "fast/pytorch" in line or "fast path" in line]
+    assert len(fast_rows) == 3 + ("torch_ms" in rows[0]) and all("module 07 not exported" in x for x in fast_rows)
+
+
+def test_each_path_is_timed_with_its_own_kernels_in_turns(fake_perf, monkeypatch):
+    "The fast path's steps run with module 07 switched on, the plain path's and PyTorch's with it off, in blocks."
+    seen = []
+    for path, (forward, rest) in list(bench_gpt.PHASES.items()):
+        def recording(model, x, y, path=path, forward=forward):
+            seen.append((path, fake_perf.is_enabled()))
+            return forward(model, x, y)
+        monkeypatch.setitem(bench_gpt.PHASES, path, (recording, rest))
+    r = bench_gpt.bench_step(steps=4, warmup=0, cfg=TINY, block=2)
+    paths = ["plain", "fast"] + (["torch"] if HAS_TORCH else [])
+    assert r["paths"] == paths and "fast_missing" not in r and r["fast_ms"] > 0
+    assert seen == [(path, path == "fast") for _ in range(2) for path in paths for _ in range(2)]
+    assert not fake_perf.is_enabled(), "the kernels are off again after the benchmark"
+    assert "the fast path's step takes" in bench_gpt.report([r])
+
+
+def test_a_step_split_into_phases_is_the_capstones_step():
+    # forward, then backward + clipping + AdamW, as _time_step runs them, leaves the same weights as train_step
     rng = np.random.default_rng(0)
     x, y = bench_gpt.get_batch(rng.integers(0, TINY["vocab_size"], size=500), 2, 8, rng)
     (one, opt_one), (two, opt_two) = bench_gpt.tinytorch_model(TINY, lr=1e-2), bench_gpt.tinytorch_model(TINY, lr=1e-2)
-    loss = bench_gpt.tinytorch_step(one, opt_one, x, y)
-    forward_s, update_s = bench_gpt._time_step("tinytorch", two, opt_two, x, y)
+    loss = milestone.train_step(one, opt_one, x, y, 1e-2, bench_gpt.GRAD_CLIP)
+    forward_s, update_s = bench_gpt._time_step("plain", two, opt_two, x, y, lr=1e-2)
     assert forward_s > 0 and update_s > 0
-    for a, b in zip(one.parameters(), two.parameters()):
+    changed = False
+    for a, b, start in zip(one.parameters(), two.parameters(), bench_gpt.tinytorch_model(TINY)[0].parameters()):
         np.testing.assert_array_equal(a.data, b.data)
-    assert np.isfinite(loss)
+        changed |= not np.array_equal(a.data, start.data)
+    assert np.isfinite(loss) and changed, "the step trained the model"
 
 
 def test_attention_speed_benchmark_takes_turns_and_reports_ratios():
-    rows = bench_attention.speed([8, 16], repeats=2, torch=torch_like_numpy(), rounds=2)
+    rows = bench_attention.speed([8, 16], repeats=2, torch=torch_like_numpy(), rounds=2, min_seconds=0)
     assert [row["n"] for row in rows] == [8, 16]
     for row in rows:
-        assert row["tinytorch_ms"] > 0
-        assert ("ratio" in row) == HAS_TORCH
+        assert row["paths"] == TINYTORCH + (["torch"] if HAS_TORCH else [])
+        for path in TINYTORCH:
+            assert row[f"{path}_ms"] > 0 and (f"{path}_ratio" in row) == HAS_TORCH
+    report = bench_attention.report(rows)
+    rows_by_label = {line.split()[0]: line for line in report.splitlines()[2:]}
+    assert {"plain", "fast", "pytorch"} <= set(rows_by_label), report
+    assert ("module 07 not exported" in rows_by_label["fast"]) != HAS_PERF
+
+
+def test_attention_turns_switch_the_kernels(fake_perf, monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench_attention, "_ours", lambda arrays: seen.append(fake_perf.is_enabled()) or 1e-3)
+    rows = bench_attention.speed([8], repeats=2, torch=None, rounds=2, paths=["plain", "fast"], min_seconds=0)
+    # each block is one warm-up call and one timed call; plain, then fast, twice
+    assert seen == ([False] * 2 + [True] * 2) * 2 and rows[0]["fast_ms"] == pytest.approx(1.0)
+
+
+def test_attention_memory_reports_each_path_and_the_memory_efficient_one():
+    row = bench_attention.memory(64, 8, 16)
+    assert row["paths"] == TINYTORCH and row["plain_mib"] > row["memory_efficient_mib"] > 0
+    assert ("fast_mib" in row) == HAS_PERF and (row.get("fast_missing") == "module 07 not exported") != HAS_PERF
+    assert "attention, fast path" in bench_attention.report([row])
+
+
+def test_run_writes_every_path_to_the_results_file(tmp_path, capsys):
+    out = tmp_path / "results.json"
+    run_all.main(["--smoke", "--out", str(out)])
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["smoke"] is True and data["machine"]["paths"] == TINYTORCH + (["torch"] if HAS_TORCH else [])
+    assert (data["machine"]["fast_missing"] == "module 07 not exported") != HAS_PERF
+    kinds = [r["benchmark"] for r in data["results"]]
+    assert kinds[0] == "gpt_train_step" and kinds.count("attention forward+backward") == 2 and "peak memory" in kinds[-1]
+    for r in data["results"]:
+        assert r["paths"][:len(TINYTORCH)] == TINYTORCH   # every figure says which path it is
+    assert "GPT training step" in printed and "scaled dot-product attention" in printed and "peak memory" in printed
+    assert ("module 07 not exported" in printed) != HAS_PERF
+
+
+def test_both_libraries_get_numpys_thread_count():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    numpy_blas = [lib["num_threads"] for lib in threadpoolctl.threadpool_info()
+                  if lib["user_api"] == "blas" and "numpy" in lib["filepath"]]
+    assert numpy_blas and threads() == max(numpy_blas)
+    torch = torch_like_numpy()
+    if torch is not None:
+        assert torch.get_num_threads() == threads()
 
 
 def test_ab_alternates_which_version_runs_first_and_collects_every_run(monkeypatch):
@@ -56,7 +180,7 @@ def test_ab_alternates_which_version_runs_first_and_collects_every_run(monkeypat
 
     def fake_run(tree, steps):
         calls.append(tree)
-        return {"ratio": 1.0 + len(calls) / 100, "tinytorch_ms": 10.0, "torch_ms": 9.0}
+        return {"ratio": 1.0 + len(calls) / 100, "tinytorch_ms": 10.0, "torch_ms": 9.0, "path": "plain"}
     monkeypatch.setattr(ab, "run_once", fake_run)
     results = ab.compare({"old": "/a", "new": "/b"}, runs=3, steps=5, log=lambda *_: None)
     assert calls == ["/a", "/b", "/b", "/a", "/a", "/b"]
@@ -67,15 +191,18 @@ def test_end_to_end_runs_take_turns_and_turns_change_no_result(tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("To be, or not to be, that is the question.\n" * 200)
     lines = []
-    libraries = ("tinytorch", "torch") if HAS_TORCH else ("tinytorch",)
-    runs = {name: bench_gpt.training(name, str(text), iters=4, eval_every=2, log=lines.append, turn=2)
-            for name in libraries}
+    paths = ["plain"] + (["torch"] if HAS_TORCH else [])
+    runs = {path: bench_gpt.training(path, str(text), iters=4, eval_every=2, log=lines.append, turn=2)
+            for path in paths}
     results = bench_gpt.side_by_side(runs)
-    expected = [f"{name:9s} iter {it:5d}" for it in (0, 2, 4) for name in libraries]
+    labels = {"plain": "plain", "torch": "pytorch"}
+    expected = [f"{labels[path]:9s} iter {it:5d}" for it in (0, 2, 4) for path in paths]
     assert [line[:len(expected[0])] for line in lines] == expected      # two iterations each, in turns
-    for name in libraries:
-        r = results[name]
-        assert r["library"] == name and [it for it, _ in r["curve"]] == [0, 2, 4] and r["seconds"] > 0
+    for path in paths:
+        r = results[path]
+        assert r["path"] == path and [it for it, _ in r["curve"]] == [0, 2, 4] and r["seconds"] > 0
         assert r["val_loss"] == r["curve"][-1][1]
-    alone = bench_gpt.train_text("tinytorch", str(text), iters=4, eval_every=2, log=lines.append, turn=1)
-    assert alone["curve"] == results["tinytorch"]["curve"]             # the same run, however it is cut into turns
+    plain_line = bench_gpt.report([results[path] for path in paths]).splitlines()[0]
+    assert plain_line.startswith("plain     4 iterations") and ("x pytorch's time" in plain_line) == HAS_TORCH
+    alone = bench_gpt.train_text("plain", str(text), iters=4, eval_every=2, log=lines.append, turn=1)
+    assert alone["curve"] == results["plain"]["curve"]             # the same run, however it is cut into turns

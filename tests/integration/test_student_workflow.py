@@ -94,6 +94,8 @@ def test_workspace_holds_the_release_and_an_empty_package(course, student):
     assert (ws.root / "tests" / "01_tensor").is_dir() and not (ws.root / "tests" / "nbgrader").exists()
     for name in ("pyproject.toml", "tito/cli.py", "tools/nbsync.py"):
         assert (ws.root / name).is_file()
+    # the workspace's README is the student guide, not the course repository's README
+    assert (ws.root / "README.md").read_bytes() == (course.root / "docs" / "STUDENT_README.md").read_bytes()
     assert "release/" not in (ws.root / ".gitignore").read_text().split()  # reset's pristine copy is kept in git
     where = run([bindir / "python", "-c", "import tinytorch, tito; print(tinytorch.__file__, tito.__file__)"], "/")
     assert where.stdout.split() == [str(ws.lib_dir / "__init__.py"), str(ws.root / "tito" / "__init__.py")]

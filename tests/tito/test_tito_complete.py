@@ -44,6 +44,7 @@ def test_a_wrong_formula_fails_by_name(course):
     assert tested.returncode == 1
     assert "failed" in line_with(tested.stdout, "test-arithmetic"), "the notebook's own check catches it"
     assert "2 passed" in tested.stdout, "the package is not re-exported by `test`, so pytest still passes"
+    assert tested.stderr.strip() == "error: module 01 does not pass yet: 1 graded cell failed", tested.stderr
 
     completed = run_tito(course, "module", "complete", "01")
     assert completed.returncode == 1
@@ -52,6 +53,7 @@ def test_a_wrong_formula_fails_by_name(course):
     assert "failed" in line_with(completed.stdout, "test-arithmetic")
     assert "passed" in line_with(completed.stdout, "test-constructor")
     assert "module 01 is not complete yet" in completed.stdout
+    assert completed.stderr.strip() == "error: module 01: 1 test failed, 1 graded cell failed", completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     assert progress(course)["01"]["passed"] is False and progress(course)["01"]["tests"]["failed"] == 1
 
@@ -95,6 +97,7 @@ def test_a_module_without_tests_is_not_a_pass(course):
     result = run_tito(course, "module", "test", "01")
     assert result.returncode == 1
     assert "has no test suite (tests/01_tensor/ does not exist)" in result.stdout
+    assert "no tests ran" in result.stderr
 
 
 def _add_probe_module(root):
@@ -120,5 +123,6 @@ def test_complete_all_stops_at_the_first_failure(course):
     edit_notebook(course, MUL, "out = a.data + b.data")
     result = run_tito(course, "module", "complete", "--all")
     assert result.returncode == 1
-    assert re.search(r"stopped at module 01; not run: .*09", result.stdout), result.stdout
+    assert re.fullmatch(r"error: module 01: .*failed; stopped at module 01; not run: .*09", result.stderr.strip()), \
+        result.stderr
     assert list(progress(course)) == ["01"]
