@@ -1,0 +1,63 @@
+"""Shared fixtures for the module 07 (`tinytorch.perf`) suite.
+
+Test files here have unique basenames (`test_perf_*.py`, helpers in `perf_helpers.py`): the module folders start with
+digits and have no `__init__.py`, so pytest imports each file by its basename.
+"""
+import pytest
+
+import tinytorch.core.tensor as tensor_module
+import tinytorch.perf as perf
+from tinytorch.core.tensor import KERNELS, set_op_recorder
+
+
+@pytest.fixture(autouse=True)
+def plain_path_around_every_test():
+    "Every test starts and ends on the plain path, whatever it (or a test before it) switched on."
+    perf.disable()
+    KERNELS.clear()
+    yield
+    perf.disable()
+    KERNELS.clear()
+
+
+@pytest.fixture
+def fast():
+    "The fast path on for this test."
+    perf.enable()
+    assert perf.is_enabled()
+    return perf
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    "Every thread count parallel_map hands work to helper threads with (a list that grows as the test runs)."
+    started, pool = [], perf._pool
+    monkeypatch.setattr(perf, "_pool", lambda helpers: started.append(helpers + 1) or pool(helpers))
+    return started
+
+
+@pytest.fixture(params=[1, 2], ids=["one thread", "two threads"])
+def threads(request, monkeypatch, pools):
+    """The kernels on one thread, or on two even for tiny inputs: BLAS's thread count is not consulted, and the size
+    thresholds are lowered, so every threaded path is taken. `pools` shows whether it was."""
+    monkeypatch.setattr(perf, "num_threads", lambda: request.param)
+    monkeypatch.setattr(perf, "_THREAD_NUMBERS", 1)
+    monkeypatch.setattr(perf, "_THREAD_BYTES", 1)
+    return request.param
+
+
+@pytest.fixture
+def recorded_ops():
+    "The names of the ops recorded while the test runs; the installed recorder (autograd's) keeps receiving them."
+    previous, seen = tensor_module._op_recorder, []
+
+    def recorder(out, op, inputs, attrs):
+        seen.append(op)
+        if previous is not None:
+            previous(out, op, inputs, attrs)
+
+    set_op_recorder(recorder)
+    try:
+        yield seen
+    finally:
+        set_op_recorder(previous)

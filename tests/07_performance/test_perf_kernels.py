@@ -1,0 +1,284 @@
+"""Every fast kernel equals the plain op it replaces: values in float32 and float64, gradients against the plain op's
+and against central differences (float64, random upstream gradient), on one thread and on two, in one block and in
+many; and inputs a kernel does not take go to the plain op unchanged."""
+import numpy as np
+import pytest
+
+import tinytorch.perf as perf
+from tinytorch.core.attention import create_causal_mask, create_padding_mask, scaled_dot_product_attention
+from tinytorch.core.layers import gelu, layer_norm, linear
+from tinytorch.core.tensor import Tensor
+
+from perf_helpers import assert_same_as_plain, leaves
+
+DTYPES = [np.float64, np.float32]
+ROW_BLOCKED = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 1]], dtype=bool)   # (3, 5), row 1 blocked
+MASKS = {
+    "none": None,
+    "causal n<m": create_causal_mask(3, 5),
+    "causal with offset (KV cache)": create_causal_mask(3, 5, offset=2),
+    "padding (B,1,1,m)": create_padding_mask([5, 2], 5),
+    "a fully blocked row": ROW_BLOCKED,
+    "per head (B,H,n,m)": np.random.default_rng(3).random((2, 2, 3, 5)) < 0.5,
+    "0/1 numbers": create_causal_mask(3, 5).astype(np.int64),
+    "additive 0 / -inf": np.where(create_causal_mask(3, 5), 0.0, -np.inf),
+    "additive 0 / -1e9": np.where(create_causal_mask(3, 5), 0.0, -1e9),
+    "additive shifts": np.array([[0.0, -1.0, -2.0, -0.5, 0.0]] * 3),
+    "a Tensor": Tensor(ROW_BLOCKED),
+}
+
+
+# --- linear -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (5, 4), (4,), (2, 1, 3, 4)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_equals_the_plain_op(rng, dtype, x_shape, bias):
+    inputs = leaves(rng, x_shape, (4, 3), *([(3,)] if bias else []), dtype=dtype)
+    assert_same_as_plain(perf.fast_linear, linear.plain, inputs)
+
+
+def test_linear_gives_no_gradient_to_an_input_that_needs_none(rng):
+    x, w, b = leaves(rng, (2, 5, 4), (4, 3), (3,))
+    x.requires_grad = False
+    assert_same_as_plain(perf.fast_linear, linear.plain, [x, w, b])
+    out = perf.fast_linear(x, w, b)
+    upstream = rng.normal(size=out.shape)
+    out.backward(upstream)
+    assert x.grad is None
+    np.testing.assert_allclose(b.grad.data, upstream.sum(axis=(0, 1)), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.data, x.data.reshape(-1, 4).T @ upstream.reshape(-1, 3), rtol=1e-12)
+
+
+def test_linear_leaves_its_inputs_alone(rng):
+    x, w, b = leaves(rng, (6, 4), (4, 3), (3,), dtype=np.float32)
+    before = [t.data.copy() for t in (x, w, b)]
+    out = perf.fast_linear(x, w, b)
+    out.backward(np.ones(out.shape, np.float32))
+    assert all(np.array_equal(t.data, saved) for t, saved in zip((x, w, b), before))
+
+
+# --- layer norm ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 3, 5), (4, 5), (5,)])
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_layer_norm_equals_the_plain_op(rng, dtype, shape, eps):
+    inputs = leaves(rng, shape, (5,), (5,), dtype=dtype, scale=3.0)
+    assert_same_as_plain(perf.fast_layer_norm, layer_norm.plain, inputs, eps=eps)
+
+
+def test_layer_norm_of_constant_rows_is_the_bias(rng):
+    x = Tensor(np.full((3, 4), 7.0), requires_grad=True)
+    w, b = leaves(rng, (4,), (4,))
+    np.testing.assert_allclose(perf.fast_layer_norm(x, w, b).data, np.broadcast_to(b.data, (3, 4)), atol=1e-12)
+    assert_same_as_plain(perf.fast_layer_norm, layer_norm.plain, [x, w, b])
+
+
+# --- gelu ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_equals_the_plain_op(rng, dtype, threads):
+    assert_same_as_plain(perf.fast_gelu, gelu.plain, leaves(rng, (2, 3, 4), dtype=dtype, scale=3.0))
+    t = Tensor(rng.normal(size=(4, 2, 3)).astype(dtype).transpose(2, 0, 1), requires_grad=True)   # not contiguous
+    assert_same_as_plain(perf.fast_gelu, gelu.plain, [t])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_in_many_chunks_on_one_or_two_threads(rng, monkeypatch, dtype, threads, pools):
+    monkeypatch.setattr(perf, "chunk_slices", lambda size: [slice(i, min(i + 5, size)) for i in range(0, size, 5)])
+    assert_same_as_plain(perf.fast_gelu, gelu.plain, leaves(rng, (3, 2, 4), dtype=dtype, scale=2.0))   # 5 chunks
+    if threads == 1:
+        assert pools == []
+    else:
+        assert pools and set(pools) == {2}                      # the forward's and the backward's chunks
+
+
+def test_gelu_of_a_large_input_in_real_chunks(rng, threads, pools):
+    assert_same_as_plain(perf.fast_gelu, gelu.plain, leaves(rng, (3, 100_001), dtype=np.float32))   # 2 chunks + a bit
+    assert bool(pools) == (threads == 2)
+
+
+def test_gelu_stays_on_the_calling_thread_below_the_threshold(rng, monkeypatch, pools):
+    monkeypatch.setattr(perf, "num_threads", lambda: 2)
+    perf.fast_gelu(Tensor(np.zeros(perf._THREAD_NUMBERS - 1, np.float32)))
+    assert pools == []
+    perf.fast_gelu(Tensor(np.zeros(perf._THREAD_NUMBERS, np.float32)))
+    assert pools == [2]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
+    v = np.array([-1e4, -60.0, -12.0, -9.0, -3.0, 0.0, 3.0, 12.0, 60.0, 1e4], dtype=dtype)
+    x = Tensor(v, requires_grad=True)
+    upstream = np.linspace(-1, 1, v.size).astype(dtype)
+    with np.errstate(over="raise", divide="raise", invalid="raise"):
+        out = perf.fast_gelu(x)
+        out.backward(upstream)
+    w = v.astype(np.float64)
+    u = np.sqrt(2 / np.pi) * (w + 0.044715 * w ** 3)
+    slope = 0.5 * (1 + np.tanh(u)) + 0.5 * w * (1 - np.tanh(u) ** 2) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * w ** 2)
+    tol = dict(rtol=1e-6, atol=1e-20) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-20)
+    assert out.dtype == dtype and x.grad.dtype == dtype
+    np.testing.assert_allclose(out.data, 0.5 * w * (1 + np.tanh(u)), **tol)
+    np.testing.assert_allclose(x.grad.data, upstream * slope, **tol)
+
+
+# --- attention ----------------------------------------------------------------------------------------------------
+@pytest.fixture(params=[2 ** 22, 100], ids=["one block", "row blocks"])
+def cache_bytes(request, monkeypatch):
+    monkeypatch.setattr(perf, "_CACHE_BYTES", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", MASKS)
+def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, pools):
+    Q, K, V = leaves(rng, (2, 1, 3, 4), (1, 2, 5, 4), (2, 2, 5, 2), dtype=dtype)
+    groups = perf._score_blocks((2, 2, 3, 5), np.dtype(dtype).itemsize)
+    assert len(groups) == threads
+    assert sum(map(len, groups)) == (threads if cache_bytes > 100 else 2 * 2 * (2 if dtype == np.float64 else 1))
+    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=MASKS[name])
+    assert bool(pools) == (threads == 2)
+
+
+def test_attention_with_inputs_that_need_no_gradient(rng, threads, cache_bytes):
+    Q, K, V = leaves(rng, (3, 4), (5, 4), (5, 2))
+    K.requires_grad = False
+    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=ROW_BLOCKED)
+    Q.requires_grad, K.requires_grad = False, True
+    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V])
+
+
+def test_attention_of_split_heads_keeps_their_layout(rng):
+    "Heads split off as a transposed view: the output and the gradients come back in that layout (no copy to merge)."
+    x = rng.normal(size=(2, 6, 3, 4)).astype(np.float32)            # (B, n, H, d)
+    Q, K, V = (Tensor(x.copy().transpose(0, 2, 1, 3), requires_grad=True) for _ in range(3))
+    out, _ = perf.fast_attention(Q, K, V, create_causal_mask(6))
+    assert out.data.strides == Q.data.strides
+    out.backward(np.ones(out.shape, np.float32))
+    assert Q.grad.shape == Q.shape
+    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=create_causal_mask(6))
+
+
+def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cache_bytes):
+    Q, K, V = leaves(rng, (2, 3, 4), (2, 5, 4), (2, 5, 3))
+    out, weights = perf.fast_attention(Q, K, V, ROW_BLOCKED)
+    assert np.all(out.data[:, 1] == 0) and np.all(weights.data[:, 1] == 0)
+    (out.sum() + (weights * weights).sum()).backward()
+    assert all(np.all(np.isfinite(t.grad.data)) for t in (Q, K, V)) and np.all(Q.grad.data[:, 1] == 0)
+
+
+@pytest.mark.parametrize("scores_shape", [(7, 5), (1, 1, 9, 4), (3, 1, 6, 6), (1, 5, 2, 8, 3), (4, 2, 64, 64)])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("cache_bytes", [100, 2 ** 22])
+def test_score_blocks_cover_every_score_once_in_groups_that_share_no_matrix(monkeypatch, scores_shape, threads,
+                                                                           cache_bytes):
+    monkeypatch.setattr(perf, "_CACHE_BYTES", cache_bytes)
+    monkeypatch.setattr(perf, "_THREAD_BYTES", 1)
+    monkeypatch.setattr(perf, "num_threads", lambda: threads)
+    groups = perf._score_blocks(scores_shape, 8)
+    assert 1 <= len(groups) <= threads
+    covered = np.zeros(scores_shape, int)
+    owner = np.full(scores_shape[:-2], -1)
+    for g, blocks in enumerate(groups):
+        for index, rows in blocks:
+            covered[index + (rows, slice(None))] += 1
+            assert np.all(np.isin(owner[index], (-1, g))), "two groups write to the same matrix"
+            owner[index] = g
+    assert np.all(covered == 1)
+
+
+# --- what the kernels leave to the plain ops ---------------------------------------------------------------------
+def floats(*shapes, dtype=np.float64):
+    return [Tensor(np.random.default_rng(len(s)).normal(size=s).astype(dtype), requires_grad=True) for s in shapes]
+
+
+HANDED_OVER = {  # inputs a kernel does not take: (op, arguments)
+    "mixed dtypes": ("linear", lambda: [*floats((2, 4), dtype=np.float32), *floats((4, 3))]),
+    "wrong width": ("linear", lambda: floats((2, 5), (4, 3))),
+    "1-D weight": ("linear", lambda: floats((2, 4), (4,))),
+    "integers": ("gelu", lambda: [Tensor(np.arange(-3, 4))]),
+    "wrong normalized shape": ("layer_norm", lambda: floats((2, 3), (4,), (4,))),
+    "mask of other values": ("scaled_dot_product_attention",
+                             lambda: [*floats((3, 2), (4, 2), (4, 2)), np.full((3, 4), 0.5)]),
+    "no keys": ("scaled_dot_product_attention", lambda: floats((3, 2), (0, 2), (0, 2))),
+    "V widens the batch": ("scaled_dot_product_attention", lambda: floats((1, 3, 2), (1, 4, 2), (2, 4, 2))),
+    "d_k differs": ("scaled_dot_product_attention", lambda: floats((3, 2), (4, 3), (4, 2))),
+    "mask of the wrong shape": ("scaled_dot_product_attention",
+                                lambda: [*floats((3, 2), (4, 2), (4, 2)), np.ones((3, 5), bool)]),
+}
+PLAIN = {"linear": linear.plain, "gelu": gelu.plain, "layer_norm": layer_norm.plain,
+         "scaled_dot_product_attention": scaled_dot_product_attention.plain}
+
+
+def outcome(fn, args):
+    "(values of the outputs, None) or (None, the error's type and message)."
+    try:
+        result = fn(*args)
+    except Exception as e:
+        return None, (type(e), str(e))
+    return [o.data for o in (result if isinstance(result, tuple) else (result,))], None
+
+
+@pytest.mark.parametrize("case", HANDED_OVER)
+def test_inputs_a_kernel_does_not_take_go_to_the_plain_op(recorded_ops, case):
+    "The same values, or the same error (for a bad mask: module 05's own), as the plain op, and no fast op recorded."
+    op, make = HANDED_OVER[case]
+    (got, got_error), (expected, expected_error) = outcome(perf.FAST_KERNELS[op], make()), outcome(PLAIN[op], make())
+    assert got_error == expected_error
+    if expected is not None:
+        assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected))
+        assert recorded_ops, "the plain op recorded its result"
+    assert not any(name.startswith("fast_") for name in recorded_ops), recorded_ops
+
+
+def test_every_kind_of_mask_gives_exactly_the_same_result(rng):
+    "Booleans, 0/1 numbers, a Tensor and the additive form of one mask: one bias, bit for bit the same output."
+    Q, K, V = (Tensor(rng.normal(size=(2, 4, 3))) for _ in range(3))
+    causal = create_causal_mask(4)
+    expected = perf.fast_attention(Q, K, V, causal)[0].data
+    for variant in (causal.astype(int), causal.astype(np.float32), Tensor(causal), np.tril(np.ones((4, 4))).tolist(),
+                    np.where(causal, 0.0, -np.inf)):
+        np.testing.assert_array_equal(perf.fast_attention(Q, K, V, variant)[0].data, expected)
+
+
+@pytest.mark.parametrize("op", ["fast_linear", "fast_gelu", "fast_layer_norm", "fast_attention",
+                                "fast_attention_weights"])
+def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
+    "The gradient checks above run the fast rules: scale one by 1.1 and gradcheck fails through the public ops."
+    from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
+    cases = {
+        "fast_linear": (lambda x, w, b: linear(x, w, b), leaves(rng, (2, 3, 4), (4, 5), (5,))),
+        "fast_gelu": (gelu, leaves(rng, (3, 4))),
+        "fast_layer_norm": (lambda x, w, b: layer_norm(x, w, b), leaves(rng, (3, 4), (4,), (4,))),
+        "fast_attention": (lambda q, k, v: scaled_dot_product_attention(q, k, v)[0], leaves(rng, (3, 2), (4, 2), (4, 2))),
+        "fast_attention_weights": (lambda q, k: scaled_dot_product_attention(q, k, k)[1], leaves(rng, (3, 2), (4, 2))),
+    }
+    fn, inputs = cases[op]
+    assert gradcheck(fn, inputs)
+    good = GRADIENTS[op]
+    monkeypatch.setitem(GRADIENTS, op, lambda grad, out, *ins, **attrs: tuple(
+        None if g is None else 1.1 * g for g in good(grad, out, *ins, **attrs)))
+    with pytest.raises(GradcheckError, match=op):
+        gradcheck(fn, inputs)
+
+
+def test_multi_head_attention_splits_and_merges_heads_without_copies(rng, monkeypatch, fast):
+    """On the fast path the attention output takes Q's memory layout and its gradients take the layouts of Q, K and V,
+    so every reshape between (B, n, E) and (B, H, n, E/H) is a view, forward and backward."""
+    import tinytorch.core.autograd as autograd
+    from tinytorch.core.attention import MultiHeadAttention
+    views, reshape_backward = [], autograd.GRADIENTS["reshape"]
+
+    def spy(grad, out, x, **attrs):
+        result = reshape_backward(grad, out, x, **attrs)
+        views.append(np.shares_memory(result[0], grad))
+        return result
+    monkeypatch.setitem(autograd.GRADIENTS, "reshape", spy)
+    mha = MultiHeadAttention(16, 4)
+    attention_output = []
+    mha.merge_heads = lambda o, merge=mha.merge_heads: attention_output.append(o) or merge(o)
+    x = Tensor(rng.normal(size=(2, 5, 16)).astype(np.float32), requires_grad=True)
+    out = mha(x, create_causal_mask(5))
+    assert attention_output[0]._node.op == "fast_attention"
+    assert np.shares_memory(out._node.inputs[0].data, attention_output[0].data)        # merge_heads: a view
+    out.backward(rng.normal(size=out.shape).astype(np.float32))
+    assert views == [True] * 4                                 # merge_heads, then q, k and v split back
