@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -25,13 +26,16 @@ from typer.core import TyperGroup
 from tito import doctor, lab as jupyter_lab, progress
 from tito.course import Module, TitoError, Workspace
 from tito.exporting import export_modules
-from tito.notebooks import Header, exported_files, is_exported, pending_exercises, read_header, read_notebook
+from tito.notebooks import (Header, default_exp, exported_files, is_exported, module_file, pending_exercises,
+                            read_header, read_notebook)
 from tito.testing import Checks, Outcome, run_notebook_checks, run_test_suite
 
 PLUGINS = {  # command name: (module, attribute) that other parts of the course provide
     "nbgrader": ("tito.grading", "nbgrader_app"),
     "student": ("tito.student", "student_app"),
     "milestone": ("tito.milestone", "milestone_app"),
+    "fetch": ("tito.exchange", "fetch_command"),  # students, with nbgrader's exchange (JupyterHub)
+    "submit": ("tito.exchange", "submit_command"),
 }
 MODULE_PLUGINS = {"reset": ("tito.student", "module_reset")}  # a typer command function
 LENIENT = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -162,11 +166,17 @@ def list_modules():
     out.print(table)
 
 
-def _exported(ws: Workspace, module: Module) -> Text:
+def _exported(ws: Workspace, module: Module, entry: Optional[dict]) -> Text:
+    "yes when the package holds this notebook's export, made after the module's last reset."
     try:
-        exported = is_exported(ws, module, read_notebook(ws, module))
+        nb = read_notebook(ws, module)
+        exported = is_exported(ws, module, nb)
     except TitoError:
         return Text("?", style="red")
+    if exported and entry and entry.get("reset_at"):
+        target = module_file(ws.lib_dir, default_exp(ws, nb, module))
+        if target.stat().st_mtime < datetime.fromisoformat(entry["reset_at"]).timestamp():
+            return Text("no (reset since)", style="yellow")
     return Text("yes", style="green") if exported else Text("no", style="yellow")
 
 
@@ -179,6 +189,9 @@ def _last_result(entry: Optional[dict]) -> Text:
     "What the progress file says about the last `tito module complete`."
     if not entry:
         return Text("never completed", style="dim")
+    if entry.get("reset_at") and (not entry.get("last_run") or
+                                  datetime.fromisoformat(entry["reset_at"]) >= datetime.fromisoformat(entry["last_run"])):
+        return Text(f"reset {_when(entry['reset_at'])}: not complete", style="yellow")
     tests, checks = entry.get("tests", {}), entry.get("notebook_checks", {})
     counts = f"{tests.get('passed', 0)} tests, {checks.get('passed', 0)} checks passed"
     if entry.get("passed"):
@@ -195,8 +208,9 @@ def status():
                   title=f"Progress in {ws.root} ({ws.rel(ws.progress_file)})")
     for module in ws.modules():
         header, problem = _header(ws, module)
+        entry = progress.entry(ws, module)
         table.add_row(module.number, header.title or Text(problem, style="red"), header.difficulty, header.time,
-                      _exported(ws, module), _last_result(progress.entry(ws, module)))
+                      _exported(ws, module, entry), _last_result(entry))
     out.print(table)
 
 
@@ -219,46 +233,80 @@ def export(module: Optional[str] = typer.Argument(None, help="Module number or n
     _show_export(ws, modules, export_modules(ws, modules))
 
 
-def _show_checks(title: str, checks: Checks, list_passed: bool = True):
-    "A summary line, then a table of the outcomes (passed ones only when `list_passed`)."
+def _show_checks(title: str, checks: Checks, verbose: bool, list_passed: bool = True):
+    """A summary line, then a table: every outcome when `verbose`, else one row per exercise a failure is blamed
+    on and one per group of near-identical failures (passed outcomes only when `list_passed`)."""
     if checks.missing:
         say(f"{title}: {checks.missing}", "yellow")
         return
     say(f"{title}: " + ", ".join(f"{n} {status}" for status, n in checks.counts().items() if n))
-    shown = [o for o in checks.outcomes if list_passed or o.status != "passed"]
-    if not list_passed:
-        shown = _group_not_done(shown)
-    if shown:
-        table = Table("name", "result", "reason")
+    shown = [o for o in checks.outcomes if verbose or list_passed or o.status != "passed"]
+    rows = [[o] for o in shown] if verbose else _fold(shown)
+    if rows:
+        table = Table("exercise or check", "result", "first failure" if not verbose else "reason")
         table.columns[0].overflow = "fold"
-        for o in shown:
-            table.add_row(o.name, Text(o.status, style=STATUS_STYLE[o.status]), o.reason)
+        for group in rows:
+            first = group[0]
+            result = first.status if len(group) == 1 else f"{len(group)} {first.status}"
+            named_by_exercise = first.exercise and not verbose
+            name = first.exercise if named_by_exercise else _base_name(first.name) if len(group) > 1 else first.name
+            reason = f"{first.name}: {first.reason}" if named_by_exercise or len(group) > 1 else first.reason
+            table.add_row(Text(name), Text(result, style=STATUS_STYLE[first.status]), Text(reason))
         out.print(table)
 
 
-def _group_not_done(outcomes: list[Outcome]) -> list[Outcome]:
-    "One row per unfinished exercise instead of one per test it fails (an untouched module fails hundreds)."
-    rows, groups = [], {}
-    for o in outcomes:
-        if o.reason.endswith("not done yet"):
-            groups.setdefault((o.status, o.reason), []).append(o.name)
+def _base_name(test: str) -> str:
+    "A parametrized test's name without its parameters: `test_x[add-2]` -> `test_x`."
+    return re.sub(r"\[.*\]$", "", test)
+
+
+def _fold(outcomes: list[Outcome]) -> list[list[Outcome]]:
+    """Failures grouped: by the exercise they are blamed on, else by test (parameters aside) and kind of error, so
+    one bug is one row with a count instead of forty near-identical ones."""
+    groups: dict[tuple, list[Outcome]] = {}
+    for i, o in enumerate(outcomes):
+        if o.status == "passed":
+            key = (i,)
+        elif o.exercise:
+            key = (o.status, o.exercise)
         else:
-            rows.append(o)
-    for (status, reason), names in groups.items():
-        name = names[0] if len(names) == 1 else f"{len(names)} tests: {names[0]}, …"
-        rows.append(Outcome(name, status, reason))
-    return rows
+            kind = re.match(r"[\w.]*", o.reason).group()
+            key = (o.status, _base_name(o.name), kind)
+        groups.setdefault(key, []).append(o)
+    return list(groups.values())
+
+
+def _show_details(checks: list[Checks]):
+    "Each failure in full: pytest's traceback, or the notebook cell's."
+    for o in (o for c in checks for o in c.outcomes if o.status in ("failed", "error")):
+        out.rule(Text(o.name + (f" — {o.exercise}" if o.exercise else "")), style="red", align="left")
+        say(o.detail or o.reason)
+
+
+def _check_prerequisites(ws: Workspace, module: Module):
+    "A one-line error unless every earlier module is complete (a later module imports them)."
+    if missing := progress.incomplete_before(ws, module):
+        raise TitoError(f"complete module(s) {', '.join(m.number for m in missing)} first: "
+                        f"module {module.number} builds on them")
 
 
 def _run_checks(ws: Workspace, module: Module, verbose: bool) -> tuple[Checks, Checks]:
     tests = run_test_suite(ws, module)
-    _show_checks(f"pytest {ws.rel(ws.tests_for(module))}/", tests, list_passed=verbose)
+    _show_checks(f"pytest {ws.rel(ws.tests_for(module))}/", tests, verbose, list_passed=False)
     checks = run_notebook_checks(ws, module)
-    _show_checks(f"graded cells of {ws.rel(module.notebook)}", checks)
+    _show_checks(f"graded cells of {ws.rel(module.notebook)}", checks, verbose)
+    failing = [o for c in (tests, checks) for o in c.outcomes if o.status in ("failed", "error")]
+    if verbose:
+        _show_details([tests, checks])
+    elif failing:
+        one = next((o.nodeid for o in failing if o.nodeid), "")
+        say(f"to see each failure in full: tito module test {module.number} --verbose"
+            + (f' (or one test: python -m pytest "{one}")' if one else ""), "dim")
     return tests, checks
 
 
-VERBOSE = typer.Option(False, "--verbose", "-v", help="List every passed test too, not only the others.")
+VERBOSE = typer.Option(False, "--verbose", "-v",
+                       help="List every test and check, and show each failure in full (its traceback).")
 
 
 @module_app.command("test")
@@ -266,6 +314,7 @@ def test(module: str = typer.Argument(..., help="Module number or name, e.g. 01.
     "Run the module's test suite against the exported package, and the notebook's graded cells."
     ws = Workspace.find()
     chosen = ws.module(module)
+    _check_prerequisites(ws, chosen)
     read_notebook(ws, chosen)  # a missing or broken notebook is a one-line error before anything runs
     tests, checks = _run_checks(ws, chosen, verbose)
     if not (tests.passed and checks.passed):
@@ -286,9 +335,7 @@ def _shortfall(tests: Checks, checks: Checks, pending=()) -> str:
 
 def _complete(ws: Workspace, module: Module, verbose: bool) -> str:
     "Export, test and record one module; '' when it is complete, else what it lacks (one line)."
-    if missing := progress.incomplete_before(ws, module):
-        raise TitoError(f"complete module(s) {', '.join(m.number for m in missing)} first: "
-                        f"module {module.number} builds on them")
+    _check_prerequisites(ws, module)
     changed = export_modules(ws, [module])  # first, so a notebook that cannot export is one line and nothing more
     nb = read_notebook(ws, module)
     out.rule(f"Module {module.number}: {read_header(nb).title or module.name}")

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tito.course import Module, TitoError, Workspace, last_line, one_line, tool_env
+from tito.locking import workspace_lock
 from tito.notebooks import (DIRECTIVE, Node, cell_at, cell_index, cell_label, default_exp, directives, exported_files,
-                            read_notebook)
+                            read_notebook, source_notebook)
 
 EXPORT_DIRECTIVES = {"export", "exports", "exporti"}
 MAGIC_LINE = re.compile(r"^\s*(%|!(?!=))")  # IPython magics and shell escapes, which are not Python
@@ -49,9 +50,11 @@ def export_modules(ws: Workspace, modules: list[Module]) -> list[str]:
     """Export `modules` into the workspace's package; the changed files, relative to the root.
 
     All notebooks are checked first, then exported into a temporary copy of the workspace and imported there.
-    Only when everything worked are the changed files copied back, so a failure leaves the package untouched."""
+    Only when everything worked are the changed files copied back, so a failure leaves the package untouched.
+    The workspace lock is held from the copy to the copy back: a concurrent export (of another module) waits, and
+    never copies back a package that predates this one's changes."""
     notebooks = [check_notebook(ws, module) for module in modules]
-    with tempfile.TemporaryDirectory(prefix="tito-export-") as tmp:
+    with workspace_lock(ws, "an export"), tempfile.TemporaryDirectory(prefix="tito-export-") as tmp:
         copy = Path(tmp)
         _copy_workspace(ws, copy)
         for module in modules:
@@ -111,17 +114,39 @@ def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
         except subprocess.TimeoutExpired:
             raise TitoError(f"{ws.rel(module.notebook)}: importing {dotted} took over {IMPORT_TIMEOUT} s") from None
         if done.returncode != 0:
-            raise TitoError(_import_error(ws, module, nb, lib, dotted, done.stderr))
+            raise TitoError(_import_error(ws, copy, module, nb, dotted, done.stderr))
 
 
-def _import_error(ws: Workspace, module: Module, nb, lib: Path, dotted: str, stderr: str) -> str:
+def _culprit(ws: Workspace, copy: Path, module: Module, nb, path: Path) -> tuple[Module, object]:
+    """The module (and its notebook) that exported `path`, a package file in the copy: importing one module runs
+    others (the package's `__init__` imports autograd), and the error belongs to the notebook it is in."""
+    src = source_notebook(path)
+    if src is None or not src.is_relative_to(copy.resolve()):
+        return module, nb
+    original = (ws.root / src.relative_to(copy.resolve())).resolve()
+    for other in ws.modules():
+        if other.notebook.resolve() == original and other != module:
+            try:
+                return other, read_notebook(ws, other)
+            except TitoError:
+                return other, None
+    return module, nb
+
+
+def _import_error(ws: Workspace, copy: Path, module: Module, nb, dotted: str, stderr: str) -> str:
     "One line: the notebook, the cell the failing line was exported from (when known), and the exception."
-    where = ""
+    lib = _in_copy(ws, copy, ws.lib_dir)
+    where, culprit = "", module
     frames = [(Path(m.group(1)), int(m.group(2))) for line in stderr.splitlines() if (m := TRACEBACK_FRAME.match(line))]
     inside = [(path, line) for path, line in frames if path.is_relative_to(lib)]
-    if inside and (cid := cell_at(*inside[-1])) and (index := cell_index(nb, cid)) is not None:
-        where = f", {cell_label(nb, index)}"
+    if inside:
+        culprit, nb = _culprit(ws, copy, module, nb, inside[-1][0])
+        if nb is not None and (cid := cell_at(*inside[-1])) and (index := cell_index(nb, cid)) is not None:
+            where = f", {cell_label(nb, index)}"
     reason = last_line(stderr) or "no error message"
+    if culprit != module:
+        return (f"{ws.rel(culprit.notebook)}{where}: its exported code fails when {dotted} (module {module.number}) "
+                f"is imported: {reason}")
     return f"{ws.rel(module.notebook)}{where}: importing the exported {dotted} fails: {reason}"
 
 

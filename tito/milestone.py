@@ -16,6 +16,7 @@ The library is imported inside the command, so `tito` itself starts even before 
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import signal
 import sys
@@ -144,12 +145,47 @@ def kernel_path(fast: bool):
         restore()
 
 
-def prepare_data(cfg: RunConfig, chars: Optional[list] = None):
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def read_text(cfg: RunConfig) -> str:
+    "The training text: the UTF-8 file --text (its first --max-chars characters), else Python's standard library."
+    if cfg.max_chars is not None and cfg.max_chars < 1:
+        raise TitoError(f"--max-chars must be at least 1 (the number of characters to train on), not {cfg.max_chars}")
+    if cfg.text is None:
+        return _library()[0].stdlib_text(cfg.max_chars or 1_000_000)
+    path = Path(cfg.text)
+    if not path.exists():
+        raise TitoError(f"--text {cfg.text}: no such file")
+    if not path.is_file():
+        raise TitoError(f"--text {cfg.text} is not a file")
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise TitoError(f"--text {cfg.text} cannot be read: {e.strerror or e}") from None
+    if not raw:
+        raise TitoError(f"--text {cfg.text} is empty")
+    if raw.startswith(UTF16_BOMS):
+        raise TitoError(f"--text {cfg.text} is UTF-16 text; save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise TitoError(f"--text {cfg.text} is not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); "
+                        "is it a binary file?") from None
+    if "\x00" in text:
+        raise TitoError(f"--text {cfg.text} is not text: it contains NUL characters (a binary file?)")
+    return text[:cfg.max_chars] if cfg.max_chars else text
+
+
+def text_hash(text: str) -> str:
+    "SHA-256 of the training text (stored in the checkpoint, so --resume knows it trains on the same text)."
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prepare_data(cfg: RunConfig, chars: Optional[list] = None, text: Optional[str] = None):
     "(tokenizer, train ids, validation ids): the first 90% of the text trains, the last 10% validates."
     transformer = _library()[0]
-    if cfg.text is not None and not Path(cfg.text).is_file():
-        raise TitoError(f"--text {cfg.text}: no such file")
-    text = transformer.load_text(cfg.text, cfg.max_chars)
+    text = read_text(cfg) if text is None else text
     tokenizer = transformer.CharTokenizer(text if chars is None else "".join(chars))
     try:
         ids = np.array(tokenizer.encode(text), dtype=np.int64)
@@ -264,6 +300,7 @@ class Run:
     step: int = 0
     history: dict = field(default_factory=lambda: {"step": [], "loss": [], "eval_step": [], "train_loss": [],
                                                    "val_loss": []})
+    text_sha256: str = ""
 
     @property
     def checkpoint(self) -> Path:
@@ -271,30 +308,74 @@ class Run:
 
 
 def new_run(cfg: RunConfig, out: Path) -> Run:
-    tokenizer, train_ids, val_ids = prepare_data(cfg)
+    text = read_text(cfg)
+    tokenizer, train_ids, val_ids = prepare_data(cfg, text=text)
     model, optimizer = build_model(cfg, tokenizer.vocab_size)
-    return Run(cfg, out, tokenizer, train_ids, val_ids, model, optimizer, np.random.default_rng(cfg.seed))
+    return Run(cfg, out, tokenizer, train_ids, val_ids, model, optimizer, np.random.default_rng(cfg.seed),
+               text_sha256=text_hash(text))
+
+
+def check_out(out: Path):
+    "--out must be a folder, or a path where one can be made."
+    if out.exists() and not out.is_dir():
+        raise TitoError(f"--out {out} is a file; give a folder for the checkpoint, loss curve and sample")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise TitoError(f"--out {out}: {parent} is a file, not a folder")
+            break
+
+
+def _checkpoint_meta(path: Path, model=None, optimizer=None) -> dict:
+    "The checkpoint's metadata (and its weights into `model` and `optimizer`); one line if it cannot be read."
+    transformer = _library()[0]
+    try:
+        meta = transformer.load_checkpoint(path, model, optimizer)
+        RunConfig(**meta["config"])
+        if missing := [k for k in ("chars", "step", "history", "rng_state", "dropout_rng_state") if k not in meta]:
+            raise KeyError(missing[0])
+    except Exception as e:  # a damaged or foreign file fails in numpy, zipfile, json or the model: all one line
+        raise TitoError(f"--resume: {path} is damaged or not a checkpoint of `tito milestone run gpt` "
+                        f"({type(e).__name__}); start a new run with another --out, or delete it") from None
+    return meta
+
+
+def saved_run(out: Path) -> tuple[RunConfig, dict, str]:
+    """(configuration, metadata, text) of the run saved in `out`, after checking that the text is the one it was
+    trained on (the checkpoint stores its SHA-256)."""
+    path = out / CHECKPOINT
+    if not path.is_file():
+        raise TitoError(f"--resume: no checkpoint at {path}; start a run without --resume first")
+    meta = _checkpoint_meta(path)
+    saved = RunConfig(**meta["config"])
+    text = read_text(saved)
+    stored = meta.get("text_sha256")
+    if stored and stored != text_hash(text):
+        what = f"--text {saved.text}" if saved.text else "Python's standard-library sources"
+        raise TitoError(f"--resume: the text is not the one this run was trained on ({what} changed since the "
+                        f"checkpoint; its SHA-256 differs); restore it, or start a new run with another --out")
+    return saved, meta, text
 
 
 def resumed_run(out: Path, cfg: RunConfig, given: frozenset) -> Run:
     "The run saved in `out`, exactly as it was: the saved configuration wins over the command line."
-    transformer, _, _, layers = _library()
+    layers = _library()[3]
     path = out / CHECKPOINT
-    if not path.is_file():
-        raise TitoError(f"--resume: no checkpoint at {path}; start a run without --resume first")
-    meta = transformer.load_checkpoint(path)
-    saved = RunConfig(**meta["config"])
+    saved, meta, text = saved_run(out)
     ignored = sorted("--" + name.replace("_", "-") for name in given if getattr(saved, name) != getattr(cfg, name))
     if ignored:
         console.print(f"[yellow]--resume continues the saved run; ignoring {', '.join(ignored)}")
-    tokenizer, train_ids, val_ids = prepare_data(saved, meta["chars"])
+    if not meta.get("text_sha256"):
+        console.print("[yellow]this checkpoint predates text hashes: cannot check that the text is the same one")
+    tokenizer, train_ids, val_ids = prepare_data(saved, meta["chars"], text)
     model, optimizer = build_model(saved, tokenizer.vocab_size)
-    meta = transformer.load_checkpoint(path, model, optimizer)
+    meta = _checkpoint_meta(path, model, optimizer)
     rng = np.random.default_rng()
     rng.bit_generator.state = meta["rng_state"]
     layers.get_rng().bit_generator.state = meta["dropout_rng_state"]
     console.print(f"resuming from {path} at step {meta['step']} of {saved.steps}")
-    return Run(saved, out, tokenizer, train_ids, val_ids, model, optimizer, rng, meta["step"], meta["history"])
+    return Run(saved, out, tokenizer, train_ids, val_ids, model, optimizer, rng, meta["step"], meta["history"],
+               text_hash(text))
 
 
 def evaluate_and_save(run: Run):
@@ -308,7 +389,8 @@ def evaluate_and_save(run: Run):
     run.history["val_loss"].append(losses["val"])
     transformer.save_checkpoint(run.checkpoint, run.model, run.optimizer, step=run.step, config=asdict(cfg),
                                 chars=run.tokenizer.chars, rng_state=run.rng.bit_generator.state,
-                                dropout_rng_state=layers.get_rng().bit_generator.state, history=run.history)
+                                dropout_rng_state=layers.get_rng().bit_generator.state, history=run.history,
+                                text_sha256=run.text_sha256)
     console.print(f"step {run.step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
 
 
@@ -355,6 +437,11 @@ def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[i
     """Train (or resume), checkpoint, plot and sample, on the path `choose_path(fast)` picks. Returns the process
     exit code (130 after Ctrl-C)."""
     _library()
+    check_out(out)  # the inputs first: a bad one is one line, before anything is printed or written
+    if resume:
+        saved_run(out)
+    else:
+        read_text(cfg)
     path = choose_path(fast)
     console.print(str(path), markup=False, highlight=False, soft_wrap=True)
     with kernel_path(path.fast):
@@ -362,8 +449,11 @@ def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[i
 
 
 def _run_gpt(cfg: RunConfig, out: Path, resume: bool, stop_at: Optional[int], given: frozenset) -> int:
-    out.mkdir(parents=True, exist_ok=True)
     run = resumed_run(out, cfg, given) if resume else new_run(cfg, out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TitoError(f"--out {out} cannot be made: {e.strerror or e}") from None
     cfg, started = run.cfg, time.perf_counter()
     console.print(f"GPT: {run.model.num_parameters():,} parameters, {cfg.num_layers} layers x {cfg.num_heads} heads "
                   f"x {cfg.embed_dim} wide, context {cfg.block_size}, vocabulary {run.tokenizer.vocab_size}; "

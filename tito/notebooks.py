@@ -119,9 +119,61 @@ def grade_id(cell) -> str | None:
 
 
 def cell_label(nb: Node, index: int) -> str:
-    "How messages name a cell: its 1-based position, and its nbgrader grade_id when it has one."
+    "How messages name a cell: a code cell as `cell_title` does (JupyterLab shows no cell numbers)."
+    if nb.cells[index].get("cell_type") == "code":
+        return cell_title(nb, index)
     gid = grade_id(nb.cells[index])
-    return f"cell {index + 1}" + (f" (grade_id `{gid}`)" if gid else "")
+    return f"the markdown cell under '{heading_above(nb, index)}'" + (f" (grade_id `{gid}`)" if gid else "")
+
+
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")  # a markdown heading line
+
+
+def headings(cell) -> list[str]:
+    "The heading lines of a markdown cell, without their `#`s (none for a code cell)."
+    if cell.get("cell_type") != "markdown":
+        return []
+    return [m.group(1) for line in cell.get("source", "").splitlines() if (m := HEADING.match(line))]
+
+
+def heading_above(nb: Node, index: int) -> str:
+    "The last markdown heading before cell `index` ('' if there is none)."
+    return next((h[-1] for cell in reversed(nb.cells[:index]) if (h := headings(cell))), "")
+
+
+def _check_title(nb: Node, index: int) -> str:
+    """A graded cell's title: that of the exercise it checks (`test-<exercise grade_id>`, else the nearest exercise
+    above it since the previous graded cell), or else the heading above it."""
+    exercises = {grade_id(c): i for i, c in enumerate(nb.cells) if is_exercise(c) and grade_id(c)}
+    if (match := exercises.get(grade_id(nb.cells[index]).removeprefix("test-"))) is not None:
+        return heading_above(nb, match)
+    for i in range(index - 1, -1, -1):
+        if is_graded(nb.cells[i]):
+            break
+        if is_exercise(nb.cells[i]):
+            return heading_above(nb, i)
+    return heading_above(nb, index)
+
+
+def _first_line(source: str) -> str:
+    "The first line of code in a cell, past nbdev directives and comments, shortened."
+    line = next((s.strip() for s in source.splitlines() if s.strip() and not s.lstrip().startswith("#")), "")
+    return line if len(line) <= 60 else line[:59] + "…"
+
+
+def cell_title(nb: Node, index: int) -> str:
+    """A code cell named as the student sees it in JupyterLab (which shows no cell numbers): an exercise or a
+    graded check by its title and grade_id, any other cell by the heading above it and its first line."""
+    cell, gid = nb.cells[index], grade_id(nb.cells[index])
+    if gid and is_graded(cell) and not is_exercise(cell):
+        title = _check_title(nb, index)
+    elif gid:
+        title = heading_above(nb, index)
+    else:
+        heading, first = heading_above(nb, index), _first_line(cell.get("source", ""))
+        where = f"the cell under '{heading}'" if heading else "the cell"
+        return f"{where} that starts `{first}`" if first else where
+    return f"{title} (grade_id `{gid}`)" if title else f"grade_id `{gid}`"
 
 
 def cell_index(nb: Node, cell_id: str) -> int | None:

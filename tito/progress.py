@@ -1,11 +1,13 @@
 """The progress file (`.tito/progress.json`): what `tito module complete` found for each module, and when."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from datetime import datetime
 
 from tito.course import Module, TitoError, Workspace
+from tito.locking import workspace_lock
 from tito.testing import Checks
 
 
@@ -45,6 +47,16 @@ def now() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
+def _locked(update):
+    "A read-modify-write of the progress file, under the workspace lock: concurrent tito runs never lose an entry."
+    @functools.wraps(update)
+    def locked(ws: Workspace, *args, **kwargs):
+        with workspace_lock(ws, "the progress file"):
+            return update(ws, *args, **kwargs)
+    return locked
+
+
+@_locked
 def record(ws: Workspace, module: Module, pending: list[str], tests: Checks, checks: Checks) -> dict:
     "Store the result of one `complete` run of `module`; the stored entry."
     data = load(ws)
@@ -60,6 +72,16 @@ def record(ws: Workspace, module: Module, pending: list[str], tests: Checks, che
         "tests": {**tests.counts(), "missing": tests.missing or None},
         "notebook_checks": {**checks.counts(), "missing": checks.missing or None},
     }
+    _write(ws, data)
+    return data["modules"][module.number]
+
+
+@_locked
+def mark_reset(ws: Workspace, module: Module) -> dict:
+    "Record that `module` went back to its release notebook: not complete until `complete` passes again."
+    data = load(ws)
+    previous = data["modules"].get(module.number, {"module": module.name})
+    data["modules"][module.number] = {**previous, "passed": False, "reset_at": now()}
     _write(ws, data)
     return data["modules"][module.number]
 

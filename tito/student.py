@@ -5,6 +5,7 @@ from pathlib import Path
 
 import typer
 
+from tito import progress
 from tito.course import Workspace
 from tito.workspace import init_student_workspace, reset_module
 
@@ -25,6 +26,7 @@ def module_reset(module: str = typer.Argument(..., help="Module number or name, 
     ws = Workspace.find()
     chosen = ws.module(module)
     backup = reset_module(ws, chosen)
+    progress.mark_reset(ws, chosen)  # `module status` and the prerequisites of later modules see it
     if backup is None:
         typer.echo(f"{ws.rel(chosen.notebook)} is the release version; nothing to back up")
     else:

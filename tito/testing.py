@@ -1,29 +1,81 @@
-"""Run a module's checks: its pytest suite against the exported package, and the notebook's graded cells."""
+"""Run a module's checks: its pytest suite against the exported package, and the notebook's graded cells.
+
+Every failure is named as the student sees it in the notebook: a pytest failure by the exercise it comes from
+(the exercise whose own code raised, else the most suspicious of the exercises the test called: called by many
+failing tests and few passing ones, from the calls `tito.pytest_plugin` records), a notebook cell by its title
+and grade_id (`tito.notebooks.cell_title`). Its reason is one line that keeps the values a check compared; the
+full failure is kept for `--verbose`.
+
+Notebooks run in a fresh kernel with a time limit per cell that holds: a cell over `cell_timeout` is interrupted,
+and one that ignores the interrupt has its kernel killed `KILL_GRACE` seconds later. Ctrl-C stops the kernel and
+is one line (a TitoError).
+"""
 from __future__ import annotations
 
+import asyncio
+import collections
 import functools
+import json
+import math
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
+from typing import NamedTuple
 
 from tito.course import ANSI, Module, TitoError, Workspace, last_line, one_line, tool_env
-from tito.notebooks import cell_at, cell_index, cell_label, grade_id, is_exercise, is_graded, parse_notebook, source_notebook
+from tito.notebooks import (cell_at, cell_index, cell_title, grade_id, is_exercise, is_graded, parse_notebook,
+                            source_notebook)
 
 NOT_DONE = "NotImplementedError"
 TRACEBACK_FRAME = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)  # a frame of a pytest traceback
 KERNEL_CELL = re.compile(r"Cell In\[(\d+)\], line \d+")  # IPython's traceback frames
+REASON_WIDTH = 400  # characters of a one-line reason: enough for the values a check compared
+KILL_GRACE = 5  # seconds a cell has to stop after its time-limit interrupt, before tito kills the kernel
+# Run in the kernel before the notebook: pytest's assertion rewriting, so that a failing `assert` in a graded cell
+# says which values it compared instead of a bare AssertionError. Pass or fail is unchanged.
+KERNEL_SETUP = '''
+def _tito_rewrite_asserts():
+    import ast
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+    except ImportError:
+        return
+
+    class RewriteAsserts(ast.NodeTransformer):
+        def visit(self, node):
+            try:
+                rewrite_asserts(node, b"")
+                for child in ast.walk(node):  # the imports it adds have no end position; IPython needs one
+                    if getattr(child, "lineno", None) is not None and getattr(child, "end_lineno", None) is None:
+                        child.end_lineno, child.end_col_offset = child.lineno, child.col_offset
+            except Exception:
+                pass
+            return node
+
+    get_ipython().ast_transformers.append(RewriteAsserts())
+_tito_rewrite_asserts()
+del _tito_rewrite_asserts
+'''
 
 
 @dataclass(frozen=True)
 class Outcome:
-    "One test or graded cell: its name, passed/failed/skipped/error, and a one-line reason."
+    """One test or notebook cell: its name, passed/failed/skipped/error, a one-line reason, the exercise a failure
+    is blamed on (its title and grade_id, or ''), the full failure (for --verbose) and the pytest node id."""
     name: str
     status: str
     reason: str = ""
+    exercise: str = ""
+    detail: str = ""
+    nodeid: str = ""
 
 
 @dataclass
@@ -49,6 +101,63 @@ def not_done(gid: str | None) -> str:
     return f"exercise `{gid}` not done yet" if gid else "an exercise it uses is not done yet (NotImplementedError)"
 
 
+# --- failure messages on one line ------------------------------------------------------------------------
+
+NOISE = re.compile(r"^\s*(Use -v to get (more|the full) diff|Full diff:|Omitting \d+ identical items.*)\s*$")
+ADDRESS = re.compile(r"<(?:built-in )?function ([\w.<>]+)(?: at 0x[0-9a-f]+)?>| at 0x[0-9a-f]+")
+NUMPY_VALUE = re.compile(r"^\s*(ACTUAL|DESIRED):\s?(.*)$")
+NUMPY_MISMATCH = re.compile(r"^\s*\[([^\]]*)\]: (.+) \(ACTUAL\), (.+) \(DESIRED\)\s*$")
+NUMPY_COUNT = re.compile(r"^\s*Mismatched elements: (\d+ / \d+)")
+
+
+def failure_reason(message: str) -> str:
+    """A failure message as one line that keeps the compared values: numpy.testing's ACTUAL/DESIRED become
+    'expected ..., received ...'; pytest's rewritten asserts keep their first explanation; object addresses,
+    pytest's '-v' hints and a bare 'AssertionError:' go."""
+    text = ANSI.sub("", message or "").replace("\r", "")
+    text = re.sub(r"^AssertionError:\s*", "", text.strip())
+    lines = [line for line in text.splitlines() if not NOISE.match(line)]
+    reason = _numpy_reason(lines) or _assert_reason(lines)
+    reason = reason.replace("\\n", " ")  # pytest writes a repr's line breaks as `\n`
+    reason = re.sub(r"\s+", " ", ADDRESS.sub(lambda m: m.group(1) or "", reason)).strip()
+    reason = re.sub(r"([\[(]) ", r"\1", reason)  # numpy's line breaks inside arrays: "[[1., 2.], [3., 4.]]"
+    return reason if len(reason) <= REASON_WIDTH else reason[:REASON_WIDTH - 1] + "…"
+
+
+def _numpy_reason(lines: list[str]) -> str:
+    "numpy.testing's report ('Arrays are not equal ... ACTUAL: ... DESIRED: ...') in one line, or ''."
+    values, head, current, first, count = {}, [], None, None, None
+    for line in lines:
+        if m := NUMPY_VALUE.match(line):
+            current = "received" if m.group(1) == "ACTUAL" else "expected"
+            values[current] = m.group(2)
+        elif current and line.strip():
+            values[current] += " " + line.strip()  # an array's repr goes on over several lines
+        elif m := NUMPY_MISMATCH.match(line):
+            first = first or f"at [{m.group(1)}]: expected {m.group(3)}, received {m.group(2)}"
+        elif m := NUMPY_COUNT.match(line):
+            count = f"{m.group(1)} elements differ"
+        elif line.strip() and not re.match(r"^\s*(Max (absolute|relative)|Mismatch at|First \d+ mismatch)", line):
+            head.append(line.strip())
+    if set(values) != {"expected", "received"}:
+        return ""
+    where = "; ".join(filter(None, (count, first)))
+    return (f"{' '.join(head) or 'arrays differ'}{f' ({where})' if where else ''}: "
+            f"expected {values['expected']}, received {values['received']}")
+
+
+def _assert_reason(lines: list[str]) -> str:
+    "A pytest assertion explanation (or any message) in one line: its own lines up to the first nested `where`."
+    kept = []
+    for line in lines:
+        if re.match(r"^\s*\+\s{3,}(where|and)\b", line):  # a `where` inside a `where`: repeats what is shown
+            continue
+        kept.append(line.strip())
+    reason = " ".join(filter(None, kept))
+    # `assert False + where False = f(a, b)` says `assert f(a, b)`
+    return re.sub(r"^assert \(?(False|True|None|0)\)? \+\s+where \1 = ", "assert ", reason)
+
+
 # --- the module's pytest suite -----------------------------------------------------------------------
 
 
@@ -60,57 +169,104 @@ def run_test_suite(ws: Workspace, module: Module) -> Checks:
     with tempfile.TemporaryDirectory(prefix="tito-test-") as tmp:
         report = Path(tmp) / "junit.xml"
         cmd = [sys.executable, "-m", "pytest", str(tests), "-q", "--tb=short", "-p", "no:cacheprovider",
-               f"--junitxml={report}"]
+               "-p", "tito.pytest_plugin", f"--junitxml={report}"]
+        env = {**tool_env(ws.root), "TITO_PACKAGE_DIR": str(ws.lib_dir)}
         try:
-            done = subprocess.run(cmd, cwd=ws.root, env=tool_env(ws.root), capture_output=True, text=True,
-                                  timeout=ws.test_timeout)
+            done = subprocess.run(cmd, cwd=ws.root, env=env, capture_output=True, text=True, timeout=ws.test_timeout)
         except subprocess.TimeoutExpired:
             raise TitoError(f"the tests in {ws.rel(tests)}/ ran over test_timeout ({ws.test_timeout} s)") from None
+        except KeyboardInterrupt:
+            raise TitoError(f"interrupted (Ctrl-C) while pytest ran {ws.rel(tests)}/") from None
         if not report.is_file():
             raise TitoError(f"pytest could not run {ws.rel(tests)}/ (exit code {done.returncode}): "
                             f"{last_line(done.stdout + done.stderr)}")
-        outcomes = _read_junit(ws, report)
+        outcomes = _read_junit(ws, module, report)
     if not outcomes:
         return Checks(missing=f"pytest found no tests in {ws.rel(tests)}/")
     return Checks(outcomes)
 
 
-def _read_junit(ws: Workspace, report: Path) -> list[Outcome]:
+class Exercise(NamedTuple):
+    "An exercise cell: its grade_id, its title as the student sees it, and its notebook."
+    gid: str
+    title: str
+    notebook: Path
+
+
+@dataclass
+class _Case:
+    "One test of the JUnit report, before it is blamed on an exercise."
+    name: str
+    tag: str  # failure, error, skipped, or '' (passed)
+    node: ET.Element | None
+    props: dict
+    called: list[Exercise]  # the module's exercises the test called, in order of first call
+
+
+def _read_junit(ws: Workspace, module: Module, report: Path) -> list[Outcome]:
+    """The outcomes of the report. A failure is blamed on the module's exercise that is most suspicious by the
+    Ochiai measure (called by many failing tests, few passing ones), among the exercises it called."""
     exercise_at = functools.lru_cache(maxsize=None)(functools.partial(_exercise_at, ws))
-    outcomes = []
+    own = module.notebook.resolve()
+    cases = []
     for case in ET.parse(report).getroot().iter("testcase"):
         name = f"{case.get('classname', '').rpartition('.')[2]}::{case.get('name')}".lstrip(":")
-        status, reason = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            if (node := case.find(tag)) is not None:
-                status = {"failure": "failed"}.get(tag, tag)
-                reason = _junit_reason(node, exercise_at)
-                break
-        outcomes.append(Outcome(name, status, reason))
-    return outcomes
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        tag, node = next(((t, n) for t in ("failure", "error", "skipped") if (n := case.find(t)) is not None),
+                         ("", None))
+        calls = (exercise_at(path, line) for path, line in json.loads(props.get("tito-calls") or "[]"))
+        cases.append(_Case(name, tag, node, props, list(dict.fromkeys(e for e in calls if e and e.notebook == own))))
+    failing = [c for c in cases if c.tag in ("failure", "error")]
+    in_failing = collections.Counter(e for c in failing for e in c.called)
+    in_passing = collections.Counter(e for c in cases if not c.tag for e in c.called)
+
+    def suspicion(e: Exercise) -> float:
+        return in_failing[e] / math.sqrt(len(failing) * (in_failing[e] + in_passing[e]))
+
+    return [_junit_outcome(c, exercise_at, own, suspicion) if c.tag else Outcome(c.name, "passed") for c in cases]
 
 
-def _junit_reason(node: ET.Element, exercise_at) -> str:
-    "A one-line reason; a NotImplementedError names the innermost exercise cell in its traceback."
-    message, text = node.get("message", ""), node.text or ""
-    if not message.startswith(NOT_DONE) and f"E   {NOT_DONE}" not in text:
-        return one_line(message or text)
-    frames = TRACEBACK_FRAME.findall(text)
-    return not_done(next(filter(None, (exercise_at(path, int(line)) for path, line in reversed(frames))), None))
+def _junit_outcome(case: _Case, exercise_at, own: Path, suspicion) -> Outcome:
+    "A failed, errored or skipped test: blamed on an exercise, with a one-line reason."
+    status = {"failure": "failed"}.get(case.tag, case.tag)
+    message, text = case.node.get("message", ""), case.node.text or ""
+    if status == "skipped":
+        return Outcome(case.name, status, one_line(message or text))
+    located = [exercise_at(path, int(line)) for path, line in reversed(TRACEBACK_FRAME.findall(text))]
+    frames, raised_in = [e for e in located if e], next(iter(located), None)  # innermost first
+    if message.startswith(NOT_DONE) or f"E   {NOT_DONE}" in text:  # the innermost exercise raised it
+        blamed = frames[0] if frames else None
+        reason = not_done(blamed and blamed.gid)
+    elif raised_in and raised_in.notebook == own:  # the student's own code raised it
+        blamed, reason = raised_in, failure_reason(message or text)
+    else:
+        candidates = list(dict.fromkeys([e for e in frames if e.notebook == own] + case.called))
+        rank = lambda e: (suspicion(e) if e in case.called else 0.0, e in frames, -candidates.index(e))
+        blamed = max(candidates, key=rank, default=None)
+        reason = failure_reason(message or text)
+    return Outcome(case.name, status, reason, exercise=blamed.title if blamed else "", detail=text.rstrip(),
+                   nodeid=case.props.get("tito-nodeid", ""))
 
 
-def _exercise_at(ws: Workspace, path: str, line: int) -> str | None:
-    "grade_id of the exercise cell that line `line` of an exported file came from (None if it is not one)."
+def _exercise_at(ws: Workspace, path: str, line: int) -> Exercise | None:
+    "The exercise cell that line `line` of an exported file came from (None if it is not one)."
     file = (ws.root / path).resolve()
     notebook, cid = source_notebook(file), cell_at(file, line)
     if notebook is None or cid is None or not notebook.is_file():
         return None
     try:
-        nb = parse_notebook(notebook)
+        nb = _notebook(notebook, notebook.stat().st_mtime_ns)
     except ValueError:  # a notebook broken since the export; the traceback still stands on its own
         return None
     index = cell_index(nb, cid)
-    return grade_id(nb.cells[index]) if index is not None and is_exercise(nb.cells[index]) else None
+    if index is None or not is_exercise(nb.cells[index]):
+        return None
+    return Exercise(grade_id(nb.cells[index]) or "?", cell_title(nb, index), notebook)
+
+
+@functools.lru_cache(maxsize=8)
+def _notebook(path: Path, mtime_ns: int):
+    return parse_notebook(path)
 
 
 # --- the notebook's graded cells ---------------------------------------------------------------------
@@ -119,41 +275,191 @@ def _exercise_at(ws: Workspace, path: str, line: int) -> str | None:
 def run_notebook_checks(ws: Workspace, module: Module) -> Checks:
     "Execute the notebook top to bottom in a python3 kernel and report every graded (nbgrader) test cell."
     import nbformat
-    from nbclient import NotebookClient
 
     run = nbformat.read(module.notebook, as_version=4)
     if not any(c.cell_type == "code" and is_graded(c) for c in run.cells):
         return Checks(missing=f"{ws.rel(module.notebook)} has no graded test cells")
-    client = NotebookClient(run, kernel_name="python3", timeout=ws.cell_timeout, allow_errors=True,
-                            interrupt_on_timeout=True, resources={"metadata": {"path": str(module.folder)}})
     with tempfile.TemporaryFile("w+") as kernel_log:  # the kernel's own log lines, shown only if it fails
         try:
-            client.execute(env=tool_env(ws.root), stderr=kernel_log)
+            stopped = execute_notebook(run, module.folder, tool_env(ws.root), ws.cell_timeout, kernel_log)
+        except NotebookInterrupted as e:
+            where = f", in {cell_title(run, e.index)}" if e.index is not None else ""
+            raise TitoError(f"interrupted (Ctrl-C) while the notebook checks ran {ws.rel(module.notebook)}{where}; "
+                            "its kernel was stopped") from None
         except Exception as e:  # a dead kernel or one that does not start; failing cells are not exceptions here
             kernel_log.seek(0)
+            log = "\n".join(line for line in kernel_log.read().splitlines() if "WARNING" not in line)
             raise TitoError(f"{ws.rel(module.notebook)} could not be run: {type(e).__name__}: "
-                            f"{one_line(str(e))} {last_line(kernel_log.read())}".rstrip()) from None
+                            f"{one_line(str(e))} {last_line(log)}".rstrip()) from None
     exercises = {c.execution_count: grade_id(c) for c in run.cells if c.cell_type == "code" and is_exercise(c)}
-    graded = [_cell_outcome(cell, exercises, ws.cell_timeout) for cell in run.cells
+    graded = [_cell_outcome(run, i, exercises, stopped, ws.cell_timeout) for i, cell in enumerate(run.cells)
               if cell.cell_type == "code" and is_graded(cell)]
     # The notebook must also run top to bottom: an error in any other cell (a demo, a plot) is a failure too.
-    others = [_cell_outcome(cell, exercises, ws.cell_timeout, name=cell_label(run, i))
-              for i, cell in enumerate(run.cells) if cell.cell_type == "code" and not is_graded(cell)]
+    others = [_cell_outcome(run, i, exercises, stopped, ws.cell_timeout) for i, cell in enumerate(run.cells)
+              if cell.cell_type == "code" and not is_graded(cell) and (stopped is None or i <= stopped.index)]
     return Checks(graded + [o for o in others if o.status != "passed"])
 
 
-def _cell_outcome(cell, exercises: dict, timeout: int, name: str | None = None) -> Outcome:
-    name = name or grade_id(cell) or f"cell {cell.get('id')}"
+def _cell_outcome(nb, index: int, exercises: dict, stopped: Stopped | None, timeout: int) -> Outcome:
+    cell, name = nb.cells[index], cell_title(nb, index)
+    if stopped is not None and index == stopped.index:
+        return Outcome(name, "failed", stopped.why)
     if cell.execution_count is None and not cell.source.strip():
         return Outcome(name, "passed")
     if cell.execution_count is None:
-        return Outcome(name, "error", "did not run")
+        return Outcome(name, "error", "did not run" + (" (the kernel had stopped at an earlier cell)" if stopped else ""))
     error = next((o for o in cell.outputs if o.output_type == "error"), None)
     if error is None:
         return Outcome(name, "passed")
+    detail = ANSI.sub("", "\n".join(error.traceback))
     if error.ename == NOT_DONE:
-        counts = [int(n) for n in KERNEL_CELL.findall(ANSI.sub("", "\n".join(error.traceback)))]
-        return Outcome(name, "failed", not_done(next((exercises[n] for n in reversed(counts) if n in exercises), None)))
+        counts = [int(n) for n in KERNEL_CELL.findall(detail)]
+        gid = next((exercises[n] for n in reversed(counts) if n in exercises), None)
+        return Outcome(name, "failed", not_done(gid), detail=detail)
     if error.ename == "KeyboardInterrupt":
-        return Outcome(name, "failed", f"interrupted after cell_timeout ({timeout} s)")
-    return Outcome(name, "failed", one_line(f"{error.ename}: {error.evalue}"))
+        return Outcome(name, "failed", f"interrupted after cell_timeout ({timeout} s)", detail=detail)
+    reason = failure_reason(error.evalue) if error.ename == "AssertionError" else \
+        failure_reason(f"{error.ename}: {error.evalue}")
+    return Outcome(name, "failed", reason or error.ename, detail=detail)
+
+
+# --- running a notebook with time limits that hold ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stopped:
+    "Where a notebook run ended early: the index of the cell whose kernel was killed or died, and why."
+    index: int
+    why: str
+
+
+class NotebookInterrupted(Exception):
+    "Ctrl-C while a notebook ran; `index` is the cell that was running (or None)."
+
+    def __init__(self, index: int | None):
+        super().__init__(index)
+        self.index = index
+
+
+def execute_notebook(nb, cwd: Path, env: dict, cell_timeout: int, kernel_log) -> Stopped | None:
+    """Run the code cells of `nb` (an nbformat notebook, outputs written in place) in a fresh python3 kernel started
+    in `cwd`, cell errors recorded as outputs. A cell running over `cell_timeout` seconds is interrupted; if it is
+    still running `KILL_GRACE` seconds later, the kernel is killed and the run stops there. The run also stops
+    where the kernel dies. Either way the cell and the reason are returned (else None). Ctrl-C kills the kernel
+    and raises NotebookInterrupted."""
+    runner = _Runner(nb, cwd, env, cell_timeout, kernel_log)
+    # nbclient runs in a thread of its own, so that Ctrl-C reaches this one as KeyboardInterrupt (nbclient's own
+    # SIGINT handler would shut the kernel down under the running cell and fail with an unrelated error).
+    # Waiting is on an Event: a Thread.join interrupted by Ctrl-C can report a running thread as finished.
+    threading.Thread(target=runner.run, name="tito-notebook", daemon=True).start()
+    try:
+        while not runner.done.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        index = runner.current
+        runner.abort()
+        _wait_quietly(runner.done, 10)  # the kernel is dead: nbclient's cleanup takes a moment
+        raise NotebookInterrupted(index) from None
+    if runner.error is not None:
+        raise runner.error
+    return runner.stopped
+
+
+def _wait_quietly(done: threading.Event, seconds: float):
+    "Wait up to `seconds` for `done`; another Ctrl-C ends the wait early."
+    deadline = monotonic() + seconds
+    while monotonic() < deadline:
+        try:
+            if done.wait(0.2):
+                return
+        except KeyboardInterrupt:
+            return
+
+
+class _Runner:
+    "One notebook run in its own event loop, with a watchdog that enforces the time limit."
+
+    def __init__(self, nb, cwd: Path, env: dict, cell_timeout: int, kernel_log):
+        self.nb, self.cwd, self.env, self.timeout, self.kernel_log = nb, cwd, env, cell_timeout, kernel_log
+        self.current: int | None = None  # the cell being run
+        self.started = 0.0
+        self.stopped: Stopped | None = None
+        self.error: BaseException | None = None
+        self.kernel_pid: int | None = None
+        self.loop = self.task = None
+        self.aborted = False
+        self.done = threading.Event()
+
+    def run(self):
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # handed to the calling thread
+            self.error = e
+        finally:
+            self.done.set()
+
+    async def _main(self):
+        from nbclient import NotebookClient
+        from nbclient.exceptions import DeadKernelError
+
+        self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+        client = NotebookClient(self.nb, kernel_name="python3", timeout=None, allow_errors=True,
+                                resources={"metadata": {"path": str(self.cwd)}})
+        async with client.async_setup_kernel(env=self.env, stderr=self.kernel_log):
+            self.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
+            if self.aborted:
+                self.kill_kernel()
+                return
+            await client.async_wait_for_reply(client.kc.execute(KERNEL_SETUP, silent=True, store_history=False))
+            watchdog = asyncio.ensure_future(self._watch(client))
+            try:
+                for index, cell in enumerate(self.nb.cells):
+                    self.current, self.started = index, monotonic()
+                    await client.async_execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            except DeadKernelError:
+                if self.stopped is None:  # not killed by the watchdog: it crashed, or the system killed it
+                    self.stopped = Stopped(self.current, "the kernel died while this cell ran (a crash, or out of "
+                                                         "memory)")
+            finally:
+                self.current = None
+                watchdog.cancel()
+
+    async def _watch(self, client):
+        "Interrupt a cell at its time limit; kill the kernel if the cell is still running KILL_GRACE s later."
+        interrupted = None
+        while True:
+            await asyncio.sleep(0.2)
+            index, elapsed = self.current, monotonic() - self.started
+            if index is None or elapsed <= self.timeout:
+                continue
+            if interrupted != index:
+                interrupted = index
+                await client.km.interrupt_kernel()
+            elif elapsed > self.timeout + KILL_GRACE:
+                self.stopped = Stopped(index, f"ran over cell_timeout ({self.timeout} s) and ignored the "
+                                              "interrupt, so tito stopped the kernel")
+                self.kill_kernel()
+                return  # nbclient sees the dead kernel within a second: DeadKernelError
+
+    def kill_kernel(self):
+        "SIGKILL the kernel and its process group (jupyter starts it in a session of its own)."
+        pid, kill = self.kernel_pid, getattr(signal, "SIGKILL", signal.SIGTERM)  # Windows has no SIGKILL
+        if pid is None:
+            return
+        try:
+            if hasattr(os, "killpg") and os.getpgid(pid) != os.getpgrp():
+                os.killpg(os.getpgid(pid), kill)
+            else:
+                os.kill(pid, kill)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def abort(self):
+        "From another thread (Ctrl-C): kill the kernel now and stop the run."
+        self.aborted = True
+        self.kill_kernel()
+        if self.loop is not None and self.task is not None:
+            try:
+                self.loop.call_soon_threadsafe(self.task.cancel)
+            except RuntimeError:  # the loop has already closed
+                pass

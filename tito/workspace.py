@@ -171,7 +171,8 @@ def reset_module(ws: Workspace, module: Module, now: Optional[_dt.datetime] = No
     """Put the release notebook of `module` back in a student workspace; the backup made, or None.
 
     The student's notebook is first copied to a new backup file, and the copy is checked, unless it is missing
-    or already identical to the release. Files the release has beside the notebook are restored if missing."""
+    or already identical to the release. Files the release has beside the notebook are restored if missing.
+    When a folder cannot be written (a read-only `modules/`), nothing is changed and the error is one line."""
     if not ws.is_student:
         raise TitoError("`tito module reset` is for student workspaces (made by `tito student init DIR`); "
                         "here it would overwrite a notebook that holds the solutions")
@@ -179,23 +180,40 @@ def reset_module(ws: Workspace, module: Module, now: Optional[_dt.datetime] = No
     if not release.notebook.is_file():
         raise TitoError(f"the release copy {ws.rel(release.notebook)} is missing, so there is nothing to reset to")
     pristine = release.notebook.read_bytes()
-    backup = None
-    if module.notebook.exists():
-        current = module.notebook.read_bytes()
+    current = module.notebook.read_bytes() if module.notebook.exists() else None
+    extras = [(extra, module.folder / extra.relative_to(release.folder)) for extra in sorted(release.folder.rglob("*"))
+              if extra.is_file() and extra != release.notebook]
+    extras = [(extra, target) for extra, target in extras if not target.exists()]
+    if current == pristine and not extras:
+        return None
+    partial = module.notebook.with_name(f".{module.notebook.name}.tito-partial")
+    try:  # first prove the module folder is writable, so a failure below leaves everything as it was
+        module.folder.mkdir(parents=True, exist_ok=True)
         if current != pristine:
-            backup = backup_path(ws, module, now)
+            partial.write_bytes(pristine)
+    except OSError as e:
+        raise TitoError(f"cannot reset module {module.number}: {ws.rel(module.folder)} is not writable "
+                        f"({e.strerror or e}); nothing was changed") from None
+    backup = None
+    if current is not None and current != pristine:
+        backup = backup_path(ws, module, now)
+        try:
             backup.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(module.notebook, backup)
             if backup.read_bytes() != current:
-                raise TitoError(f"could not back up {ws.rel(module.notebook)} to {ws.rel(backup)}; nothing was reset")
-    module.folder.mkdir(parents=True, exist_ok=True)
-    if backup is not None or not module.notebook.exists():
-        partial = module.notebook.with_name(f".{module.notebook.name}.tito-partial")
-        partial.write_bytes(pristine)
+                raise OSError(f"the copy in {ws.rel(backup)} differs from the notebook")
+        except OSError as e:
+            partial.unlink(missing_ok=True)
+            if backup.exists():
+                backup.unlink()
+            raise TitoError(f"could not back up {ws.rel(module.notebook)} to {ws.rel(backup.parent)}/ "
+                            f"({e.strerror or e}); nothing was reset") from None
+    if current != pristine:
         os.replace(partial, module.notebook)
-    for extra in sorted(release.folder.rglob("*")):
-        target = module.folder / extra.relative_to(release.folder)
-        if extra.is_file() and extra != release.notebook and not target.exists():
+    try:
+        for extra, target in extras:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(extra, target)
+    except OSError as e:
+        raise TitoError(f"restored {ws.rel(module.notebook)}, but not the files beside it ({e.strerror or e})") from None
     return backup

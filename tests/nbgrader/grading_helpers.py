@@ -49,3 +49,26 @@ def edited(src: Path, dst: Path, grade_id: str, old: str, new: str) -> Path:
     dst.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, dst)
     return dst
+
+
+def submission(solution: Path, release: Path, dst: Path, edit: tuple = ()) -> Path:
+    """Write to `dst` what a student hands in after solving every exercise: the release notebook with each solution
+    cell's source taken from `solution` (after `edit`, a `(grade_id, old, new)` change of one solution cell). Locked
+    cells stay exactly as released: hidden tests absent, nbgrader's checksums intact."""
+    sol = nbformat.read(solution, as_version=4)
+    if edit:
+        grade_id, old, new = edit
+        c = cell(sol, grade_id)
+        assert old in c.source, f"{old!r} is not in cell {grade_id} of {solution}; update this test"
+        c.source = c.source.replace(old, new)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in sol.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(release, as_version=4)
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = answers.pop(gid)
+    assert not answers, f"solution cells {sorted(answers)} are not in the release {release}"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dst)
+    return dst
