@@ -24,7 +24,6 @@ from tito.workspace import released
 MODULES = repo_modules()
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # nbgrader's default code stub for Python
 REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n(.*?)^[ \t]*### END SOLUTION[^\n]*(\n|\Z)", re.S | re.M)
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|\Z)", re.S | re.M)
 
 
 def meta(c) -> dict:
@@ -34,6 +33,19 @@ def meta(c) -> dict:
 def stubbed(source: str) -> str:
     "What nbgrader's ClearSolutions should make of a solution cell: each region becomes the indented stub."
     return REGION.sub(lambda m: "\n".join(m.group(1) + line for line in STUB.split("\n")) + m.group(3), source)
+
+
+def without_hidden_tests(source: str) -> str:
+    "`source` as nbgrader releases it: the lines from `### BEGIN HIDDEN TESTS` to `### END HIDDEN TESTS` dropped."
+    kept, inside = [], False
+    for line in source.split("\n"):
+        if "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "END HIDDEN TESTS" in line:
+            inside = False
+        elif not inside:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def pair(course, name):
@@ -87,7 +99,7 @@ def test_locked_cells_present_and_unchanged(notebooks):
     for s, r in locked:
         gid = meta(s)["grade_id"]
         assert meta(r)["grade_id"] == gid and r.cell_type == s.cell_type
-        assert r.source == HIDDEN.sub("", s.source), f"{gid} changed in the release"
+        assert r.source == without_hidden_tests(s.source), f"{gid} changed in the release"
         assert meta(r).get("points") == meta(s).get("points")
         assert meta(r)["checksum"] == compute_checksum(r), f"{gid}: nbgrader checksum missing or wrong"
         assert r.metadata.get("editable") is False and r.metadata.get("deletable") is False

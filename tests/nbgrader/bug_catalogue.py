@@ -1,0 +1,285 @@
+"""Plausible student bugs, per module, for `test_bug_catalogue.py`.
+
+Each bug is one edit of a solution cell of the module's notebook (`old` -> `new` in the cell `grade_id`), written
+the way a student gets the exercise wrong. Autograding the edited notebook must cost points. Every bug here is one
+the module's test suite catches too (checked when it was added: export the edited notebook, run `tests/NN_*`), so the
+grade and `tito module complete` agree. At least eight bugs per module; each costs a run of the notebook in CI.
+"""
+from typing import NamedTuple
+
+
+class Bug(NamedTuple):
+    slug: str  # the student id it is graded under: short, unique within its module
+    what: str  # the mistake, in a student's terms
+    grade_id: str  # the solution cell that is edited
+    old: str
+    new: str
+
+
+BUGS: dict[str, list[Bug]] = {}
+
+BUGS["01"] = [
+    Bug("left-aligned-broadcasting", "broadcasting compares shapes from the left", "broadcast-check",
+        """    if a.shape != b.shape:
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise ValueError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast") from None""",
+        """    for x, y in zip(a.shape, b.shape):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast")"""),
+    Bug("numpy-scalar-float32", "numpy scalars are converted like Python numbers (to float32)", "as-array",
+        "    elif isinstance(data, (np.ndarray, np.generic)):", "    elif isinstance(data, np.ndarray):"),
+    Bug("dtype-via-float32", "numbers go through float32 even when a dtype is given", "as-array",
+        """        arr = np.asarray(data, dtype=dtype)
+        if dtype is None and arr.dtype.kind in "iuf":""",
+        """        arr = np.asarray(data)
+        if arr.dtype.kind in "iuf":"""),
+    Bug("mean-over-last-axis", "mean divides the sum by the length of the last axis", "reductions",
+        "    out = np.mean(a.data, axis=axis, keepdims=keepdims)",
+        "    out = np.sum(a.data, axis=axis, keepdims=keepdims) / a.shape[-1]"),
+    Bug("mean-first-axis-only", "mean divides by the length of the first reduced axis (fits single-axis checks)",
+        "reductions", "    out = np.mean(a.data, axis=axis, keepdims=keepdims)",
+        "    out = np.sum(a.data, axis=axis, keepdims=keepdims) / (a.size if axis is None else a.shape[axis[0]])"),
+    Bug("max-drops-keepdims", "max ignores keepdims", "reductions",
+        "    out = np.max(a.data, axis=axis, keepdims=keepdims)", "    out = np.max(a.data, axis=axis)"),
+    Bug("flat-matmul-not-reshaped", "the flattened (batch·seq, k) @ (k, m) product is not reshaped back",
+        "matmul", "        out = (a.data.reshape(-1, a.shape[-1]) @ b.data).reshape(*a.shape[:-1], b.shape[-1])",
+        "        out = a.data.reshape(-1, a.shape[-1]) @ b.data"),
+    Bug("matmul-check-assumes-2d", "the alignment check reads b.shape[-2] even for a 1-D b", "matmul",
+        "    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]", "    k_b = b.shape[-2]"),
+    Bug("transpose-reverses-axes", "transpose reverses every axis (numpy's .T) instead of swapping two",
+        "shape-ops", "        out = np.swapaxes(a.data, dim0, dim1)", "        out = a.data.T"),
+    Bug("masked-fill-value-dtype", "masked_fill takes the value's dtype (np.float64 turns float32 into float64)",
+        "indexing", "    out = np.where(mask, np.asarray(_data(value), dtype=a.dtype), a.data)",
+        "    out = np.where(mask, _data(value), a.data)"),
+    Bug("masked-fill-no-shape-check", "masked_fill leaves the shape check to numpy", "indexing",
+        """    try:
+        shape = np.broadcast_shapes(a.shape, mask.shape)
+    except ValueError:
+        shape = None
+    if shape != a.shape:
+        raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the tensor's shape {a.shape}")
+""", ""),
+]
+
+BUGS["02"] = [
+    Bug("mean-grad-last-axis", "the mean's gradient divides by the length of the last axis", "reduction-gradients",
+        "    count = a.size // max(out.size, 1) if a.size else 1", "    count = a.shape[-1]"),
+    Bug("mean-grad-first-axis-only", "the mean's gradient divides by the first reduced axis's length only",
+        "reduction-gradients", "    count = a.size // max(out.size, 1) if a.size else 1",
+        "    count = a.size if axis is None else a.shape[axis[0]]"),
+    Bug("sum-grad-not-expanded", "sum's gradient is broadcast without putting the reduced axes back",
+        "reduction-gradients", "    return (np.broadcast_to(_expand_reduced(grad, axis, keepdims, a.ndim), a.shape),)",
+        "    return (np.broadcast_to(grad, a.shape),)"),
+    Bug("max-ties-not-split", "max sends the whole gradient to every tied maximum", "reduction-gradients",
+        "    share = winners / winners.sum(axis=axis, keepdims=True)", "    share = winners"),
+    Bug("matmul-grad-b-transposed", "matmul's gradient for B is grad.T @ A instead of A.T @ grad", "matmul-gradient",
+        "        grad_b = A.reshape(-1, A.shape[-1]).T @ flat_grad", "        grad_b = flat_grad.T @ A.reshape(-1, A.shape[-1])"),
+    Bug("div-grad-sign", "the divisor's gradient of a / b lost its minus sign", "arithmetic-gradients",
+        "    return grad_a, -grad_a * out.data", "    return grad_a, grad_a * out.data"),
+    Bug("pow-grad-at-zero", "x ** 0 at x = 0 gets the gradient 0 * 0 ** -1 = nan", "elementwise-gradients",
+        "        grad_a = grad * np.where(b.data == 0, 0, b.data * a.data ** (b.data - 1))",
+        "        grad_a = grad * b.data * a.data ** (b.data - 1)"),
+    Bug("getitem-grad-assigns", "getitem's gradient assigns (g[index] = grad): a repeated index counts once",
+        "shape-gradients", "    np.add.at(grad_a, index, grad)", "    grad_a[index] = grad"),
+    Bug("unbroadcast-drops-axes", "unbroadcast sums the stretched axes without keepdims", "unbroadcast",
+        "        grad = grad.sum(axis=stretched, keepdims=True)", "        grad = grad.sum(axis=stretched)"),
+    Bug("no-unbroadcast", "backward never unbroadcasts: a broadcast input gets the output-shaped gradient",
+        "backward", "            g = unbroadcast(np.asarray(g), x.shape)", "            g = np.asarray(g)"),
+    Bug("grads-overwritten", "a second path's gradient overwrites the first instead of adding to it", "backward",
+        "            grads[id(x)] = grads[id(x)] + g if id(x) in grads else g", "            grads[id(x)] = g"),
+    Bug("visited-on-push", "the graph walk marks a tensor visited when it is pushed, not when it is expanded",
+        "backward",
+        """        if id(tensor) in visited:  # reached again through another path: already placed
+            continue
+        visited.add(id(tensor))
+        stack.append((tensor, True))
+        node = getattr(tensor, "_node", None)
+        if node is not None:
+            stack.extend((x, False) for x in node.inputs if x.requires_grad and id(x) not in visited)""",
+        """        stack.append((tensor, True))
+        node = getattr(tensor, "_node", None)
+        if node is not None:
+            for x in node.inputs:
+                if x.requires_grad and id(x) not in visited:
+                    visited.add(id(x))
+                    stack.append((x, False))"""),
+]
+BUGS["02"] += [
+    Bug("max-grad-float64", "max's gradient turns the winners mask into float64 (astype(float))",
+        "reduction-gradients", "    winners = (a.data == _expand_reduced(out.data, axis, keepdims, a.ndim)).astype(a.dtype)",
+        "    winners = (a.data == _expand_reduced(out.data, axis, keepdims, a.ndim)).astype(float)"),
+    Bug("permute-grad-same-order", "permute's gradient applies dims again instead of their inverse",
+        "shape-gradients", "    return (np.transpose(grad, np.argsort(dims)),)", "    return (np.transpose(grad, dims),)"),
+]
+
+BUGS["03"] = [
+    Bug("softmax-no-max-shift", "softmax exponentiates the logits without subtracting the row maximum", "softmax",
+        "    e = np.exp(x.data - x.data.max(axis=axis, keepdims=True))", "    e = np.exp(x.data)"),
+    Bug("log-of-softmax", "log_softmax is the log of the softmax", "softmax",
+        """    shifted = x.data - x.data.max(axis=axis, keepdims=True)
+    out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))""",
+        """    e = np.exp(x.data - x.data.max(axis=axis, keepdims=True))
+    out = np.log(e / e.sum(axis=axis, keepdims=True))"""),
+    Bug("gelu-derivative-wrong", "GELU's derivative drops the 3 of d(x³)/dx", "activations",
+        "    du_dx = _GELU_C * (1 + 3 * 0.044715 * v * v)", "    du_dx = _GELU_C * (1 + 0.044715 * v * v)"),
+    Bug("relu-grad-at-zero", "ReLU passes the gradient at x = 0 (x >= 0)", "activations",
+        "    return (grad * (x.data > 0),)", "    return (grad * (x.data >= 0),)"),
+    Bug("naive-sigmoid", "sigmoid is 1 / (1 + exp(-x)), which overflows for x = -1e4", "activations",
+        """    z = np.exp(-np.abs(x.data))
+    out = np.where(x.data >= 0, 1, z) / (1 + z)""", "    out = 1 / (1 + np.exp(-x.data))"),
+    Bug("layer-norm-no-eps", "layer norm divides by the standard deviation without eps", "layer-norm",
+        "    rstd = 1.0 / np.sqrt(var + eps)", "    rstd = 1.0 / np.sqrt(var)"),
+    Bug("layer-norm-unbiased-var", "layer norm's variance divides by d - 1", "layer-norm",
+        "    var = ((x.data - mu) ** 2).mean(axis=-1, keepdims=True)",
+        "    var = ((x.data - mu) ** 2).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)"),
+    Bug("layer-norm-grad-no-xhat-term", "layer norm's input gradient forgets the x̂ · mean(ĝ ⊙ x̂) term",
+        "layer-norm", "    grad_x = rstd * (g_xhat - mean_g - xhat * mean_gx)", "    grad_x = rstd * (g_xhat - mean_g)"),
+    Bug("embedding-grad-assigns", "the embedding gradient assigns rows (a repeated id counts once)", "embedding",
+        "        grad_w[unique] = np.add.reduceat(rows, starts, axis=0)", "        grad_w[flat[order]] = rows"),
+    Bug("dropout-scales-down", "dropout multiplies the survivors by 1 - p instead of dividing", "dropout",
+        "        return x * Tensor((keep / (1.0 - self.p)).astype(x.dtype))",
+        "        return x * Tensor((keep * (1.0 - self.p)).astype(x.dtype))"),
+    Bug("walk-lists-shared-twice", "a parameter shared by two attributes is listed twice", "module",
+        """                if id(obj) in seen:
+                    continue
+                seen.add(id(obj))""", """                if isinstance(obj, Module) and id(obj) in seen:
+                    continue
+                seen.add(id(obj))"""),
+]
+
+BUGS["04"] = [
+    Bug("ce-sums", "cross-entropy sums over positions instead of averaging", "cross-entropy",
+        "    loss = -picked[keep].mean()", "    loss = -picked[keep].sum()"),
+    Bug("ce-no-max-shift", "cross-entropy's log-sum-exp forgets to subtract the maximum", "cross-entropy",
+        "    shifted = z - z.max(axis=-1, keepdims=True)", "    shifted = z"),
+    Bug("ce-grad-not-averaged", "cross-entropy's gradient is softmax − onehot, not divided by N", "cross-entropy",
+        "    return (d_logits.reshape(logits.shape) * (grad / int(keep.sum())),)",
+        "    return (d_logits.reshape(logits.shape) * grad,)"),
+    Bug("ce-ignore-averages-all", "with ignore_index the loss still averages over every position", "cross-entropy",
+        "    loss = -picked[keep].mean()", "    loss = -(picked * keep).sum() / picked.size"),
+    Bug("mse-sums", "mse_loss sums the squared errors", "mse-loss",
+        "    return (diff * diff).mean()", "    return (diff * diff).sum()"),
+    Bug("sgd-textbook-momentum", "SGD's velocity is μv + (1 − μ)g, not PyTorch's μv + g", "sgd",
+        """                state["momentum"] *= self.momentum
+                state["momentum"] += grad""",
+        """                state["momentum"] *= self.momentum
+                state["momentum"] += (1 - self.momentum) * grad"""),
+    Bug("adam-no-bias-correction", "Adam without bias correction", "adam",
+        """        m_hat = m / (1 - beta1 ** t)                      # bias correction
+        v_hat = v / (1 - beta2 ** t)""", """        m_hat = m
+        v_hat = v"""),
+    Bug("adam-v-not-squared", "Adam's second moment averages the gradient, not its square", "adam",
+        "        v[...] = beta2 * v + (1 - beta2) * grad * grad", "        v[...] = beta2 * v + (1 - beta2) * np.abs(grad)"),
+    Bug("adamw-decay-after-step", "AdamW shrinks the weights after the Adam step instead of before", "adamw",
+        """        param *= 1 - self.lr * self.weight_decay
+        self.adam_step(param, grad, state)""", """        self.adam_step(param, grad, state)
+        param *= 1 - self.lr * self.weight_decay"""),
+    Bug("clip-per-parameter", "clip_grad_norm_ clips each parameter's gradient on its own", "clip-grad-norm",
+        """    total_norm = math.sqrt(sum(float(np.linalg.norm(g)) ** 2 for g in grads))
+    scale = max_norm / (total_norm + 1e-6)
+    if scale < 1:
+        for g in grads:
+            g *= scale""", """    total_norm = math.sqrt(sum(float(np.linalg.norm(g)) ** 2 for g in grads))
+    for g in grads:
+        scale = max_norm / (float(np.linalg.norm(g)) + 1e-6)
+        if scale < 1:
+            g *= scale"""),
+    Bug("warmup-off-by-one", "the warmup starts at 0 (step / warmup_steps) instead of 1 / warmup_steps",
+        "lr-schedule", "        return base_lr * (step + 1) / warmup_steps", "        return base_lr * step / warmup_steps"),
+]
+
+BUGS["05"] = [
+    Bug("causal-off-by-one", "the causal mask blocks the diagonal too (j < i instead of j <= i)", "masks",
+        "    return np.arange(n_keys)[None, :] <= np.arange(seq_len)[:, None] + offset",
+        "    return np.arange(n_keys)[None, :] < np.arange(seq_len)[:, None] + offset"),
+    Bug("causal-ignores-offset", "the causal mask ignores the offset of cached keys", "masks",
+        "    return np.arange(n_keys)[None, :] <= np.arange(seq_len)[:, None] + offset",
+        "    return np.arange(n_keys)[None, :] <= np.arange(seq_len)[:, None]"),
+    Bug("padding-mask-inverted", "the padding mask is True on the padding (PyTorch MHA's polarity)", "masks",
+        "    return (np.arange(max_length)[None, :] < lengths[:, None])[:, None, None, :]",
+        "    return (np.arange(max_length)[None, :] >= lengths[:, None])[:, None, None, :]"),
+    Bug("softmax-no-max-shift", "the masked softmax exponentiates the scores without subtracting the row maximum",
+        "attention-forward", """    row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)
+    row_max = np.where(row_max == -np.inf, 0, row_max)  # fully blocked row: exp(-inf - 0) = 0, not exp(nan)
+    e = np.exp(scores - row_max)""", "    e = np.exp(scores)"),
+    Bug("softmax-max-of-no-keys", "the row maximum has no initial value, so a query with no keys fails",
+        "attention-forward", "    row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)",
+        "    row_max = scores.max(axis=-1, keepdims=True)"),
+    Bug("no-scale", "the scores are not divided by √d_k", "attention-forward",
+        "    scores = (Q.data * scale) @ np.swapaxes(K.data, -1, -2)  # scaling Q costs n·d_k, scaling S would cost n·m",
+        "    scores = Q.data @ np.swapaxes(K.data, -1, -2)"),
+    Bug("grad-no-rowsum", "the softmax part of the backward forgets rowsum(dP ⊙ P)", "attention-backward",
+        "    d_scores = weights * (d_weights - row_dot)                                 # dS",
+        "    d_scores = weights * d_weights"),
+    Bug("heads-split-wrong-order", "the heads are split with one reshape to (B, H, n, E/H), without the transpose",
+        "multi-head-attention", "        return x.reshape(B, n, self.num_heads, self.head_dim).transpose(1, 2)",
+        "        return x.reshape(B, self.num_heads, n, self.head_dim)"),
+    Bug("heads-merged-wrong-order", "the heads are merged with one reshape to (B, n, E), without the transpose",
+        "multi-head-attention", "        return x.transpose(1, 2).reshape(B, n, self.embed_dim)",
+        "        return x.reshape(B, n, self.embed_dim)"),
+    Bug("cache-result-dropped", "the KV cache is updated but the queries attend to the new keys only",
+        "multi-head-attention", "            k, v = cache.update(k, v)", "            cache.update(k, v)"),
+    Bug("online-softmax-no-rescale", "the online softmax does not rescale the running sum of values",
+        "memory-efficient", "            acc *= rescale\n", ""),
+]
+
+BUGS["06"] = [
+    Bug("vocab-unsorted", "the vocabulary is the set of characters in set order, not sorted", "char-tokenizer",
+        "        self.chars = sorted(set(text))", "        self.chars = list(set(text))"),
+    Bug("batch-window-overruns", "get_batch draws one start too many: the last window's target runs off the data",
+        "get-batch", "    starts = rng.integers(0, len(data) - block_size, size=batch_size)",
+        "    starts = rng.integers(0, len(data) - block_size + 1, size=batch_size)"),
+    Bug("mlp-no-gelu", "the MLP forgets its activation", "mlp",
+        "        return self.dropout(self.proj(self.act(self.fc(x))))", "        return self.dropout(self.proj(self.fc(x)))"),
+    Bug("block-post-ln", "the block normalises after the residual sum (post-LN) instead of before the branch",
+        "transformer-block", """        x = x + self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache))
+        return x + self.mlp(self.ln2(x))""", """        x = self.ln1(x + self.dropout(self.attn(x, mask=mask, cache=cache)))
+        return self.ln2(x + self.mlp(x))"""),
+    Bug("no-final-layer-norm", "the GPT builds ln_f but never applies it", "gpt",
+        "        x = self.ln_f(x)\n", ""),
+    Bug("positions-ignore-cache", "with a KV cache the new tokens get positions 0, 1, ... again", "gpt",
+        "        positions = self.position_ids(idx.shape, offset, mask)",
+        "        positions = self.position_ids(idx.shape, 0, mask)"),
+    Bug("temperature-multiplies", "sampling multiplies the logits by the temperature", "generate",
+        "    logits = logits / temperature", "    logits = logits * temperature"),
+    Bug("cache-past-the-context", "generation keeps feeding the cache past max_seq_len instead of rebuilding it",
+        "generate", "                if use_cache and caches is not None and idx.shape[1] <= self.max_seq_len:",
+        "                if use_cache and caches is not None:"),
+]
+
+BUGS["07"] = [  # from the module 07 author's list, each re-checked here
+    Bug("compare-same-order", "every block runs the functions in the same order", "compare",
+        "        for name in names if block % 2 == 0 else names[::-1]:", "        for name in names:"),
+    Bug("linear-no-bias", "the fused linear never adds the bias", "fast-linear",
+        "    if bias is not None:\n        out += bias.data\n    return _result", "    return _result"),
+    Bug("layer-norm-uncentred-variance", "the variance is the mean of x² rather than of (x − μ)²", "fast-layer-norm",
+        "    rstd = 1.0 / np.sqrt(_row_mean(centred * centred) + eps)",
+        "    rstd = 1.0 / np.sqrt(_row_mean(x.data * x.data) + eps)"),
+    Bug("layer-norm-grad-no-xhat-term", "the layer norm backward forgets the term along x̂", "fast-layer-norm",
+        "    grad_x -= xhat * _row_mean(g_times_xhat, weight.data)     # mean(ĝ ⊙ x̂) = mean(g ⊙ x̂ ⊙ γ)\n", ""),
+    Bug("drain-one-piece", "each thread takes one piece and stops", "drain",
+        """    while True:
+        try:
+            index, piece = queue.popleft()  # thread-safe: each piece is taken by exactly one thread
+        except IndexError:
+            return
+        results[index] = fn(piece)""", """    try:
+        index, piece = queue.popleft()
+    except IndexError:
+        return
+    results[index] = fn(piece)"""),
+    Bug("gelu-grad-no-upstream", "the GELU chunk's backward forgets the upstream gradient", "gelu-chunk",
+        "    out *= s\n    out *= grad\n", "    out *= s\n"),
+    Bug("attention-mask-ignored", "the blocked softmax ignores the mask", "fast-attention",
+        "            _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])",
+        "            _masked_softmax(block, None)"),
+    Bug("attention-dk-assigned", "each block's dK replaces the sum instead of adding to it", "fast-attention-backward",
+        "                dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]",
+        "                dK[index] = np.swapaxes(d_scores, -1, -2) @ q[block_rows]"),
+    Bug("disable-clears-everything", "disable() empties KERNELS, other kernels too", "switch",
+        """    for op, fast in FAST_KERNELS.items():
+        if KERNELS.get(op) is fast:
+            del KERNELS[op]""", "    KERNELS.clear()"),
+]

@@ -1,0 +1,63 @@
+"""No free points, no free passes: autograde every module's solution, its untouched release and every bug of its
+catalogue (`bug_catalogue.py`) with the real nbgrader, through tito's own API.
+
+The solution scores full marks, the release scores zero, and each bug, handed in as a student would (the release
+with every exercise filled in, one of them wrong), loses points in a graded cell: a visible assert or a hidden test.
+All submissions of a module are graded in one `autograde` call, one after another: each module costs one run of its
+notebook per bug (module 06, the slowest, about 20 s a run on one core), which is why the catalogue keeps to about
+ten bugs a module.
+"""
+import pytest
+
+from bug_catalogue import BUGS
+from grading_helpers import copy_course, repo_modules, submission
+from tito.grading import autograde, collect, generate
+
+MODULES = repo_modules()
+MIN_BUGS = 8
+# Seconds a cell may run. The catalogue's bugs give wrong answers, not endless loops: the limit only stops a hung
+# notebook early. The slowest cell of any solution (a training run in module 06) takes a few seconds on one core.
+CELL_TIMEOUT = 120
+
+
+def _number(name: str) -> str:
+    return name[:2]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_has_a_catalogue(name):
+    bugs = BUGS.get(_number(name), [])
+    assert len(bugs) >= MIN_BUGS, f"{name}: {len(bugs)} catalogued bugs, want at least {MIN_BUGS}"
+    assert len({b.slug for b in bugs}) == len(bugs), f"{name}: bug slugs must be unique"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODULES)
+def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
+    ws = copy_course(tmp_path / "course")
+    mod = ws.module(name)
+    [release] = generate(ws, [mod])
+    bugs = BUGS.get(_number(name), [])
+    inbox = tmp_path / "inbox"
+    submission(mod.notebook, release, inbox / "solution.ipynb")
+    (inbox / "release.ipynb").write_bytes(release.read_bytes())
+    for bug in bugs:
+        submission(mod.notebook, release, inbox / f"{bug.slug}.ipynb", (bug.grade_id, bug.old, bug.new))
+    collected = collect(ws, inbox, mod)
+    assert all(c.status == "new" for c in collected), [(c.student, c.status) for c in collected]
+
+    rows = {r.student: r for r in autograde(ws, mod, ["solution", "release", *(b.slug for b in bugs)],
+                                            timeout=CELL_TIMEOUT)}
+    sol, rel = rows["solution"], rows["release"]
+    assert sol.scores and all(s == m for s, m in sol.scores.values()), sol.scores
+    assert not (sol.timed_out or sol.changed or sol.error), (sol.timed_out, sol.changed, sol.error)
+    assert rel.scores.keys() == sol.scores.keys() and rel.total == 0, rel.scores
+
+    free = []
+    for bug in bugs:
+        row = rows[bug.slug]
+        assert row.scores.keys() == sol.scores.keys(), (bug.slug, row.error)
+        assert not (row.timed_out or row.changed or row.error), (bug.slug, row.timed_out, row.changed, row.error)
+        if row.total >= sol.total:
+            free.append(f"{bug.slug} ({bug.what}, cell {bug.grade_id})")
+    assert not free, f"{name}: these bugs keep full marks: " + "; ".join(free)
