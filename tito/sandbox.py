@@ -172,16 +172,16 @@ class Sandbox:
             h = Path(h).resolve()
             if h.is_dir() and _covered(h, mounted) and h not in mounted:
                 args += ["--tmpfs", str(h)]
-        made: set = set()
-        for root in python_roots():
-            if not _covered(root, mounted):
-                args += self._parents(root, mounted, made) + ["--ro-bind", str(root), str(root)]
-                mounted.append(root)
         args += ["--proc", "/proc", "--dev", "/dev"]
         size = str(lim.scratch_mb * 2**20)
         args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp",
                  "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
                  "--perms", "0777", "--size", size, "--tmpfs", HOME]
+        made: set = set()
+        for root in python_roots():  # after the private /tmp: a virtual environment may live under /tmp
+            if not _covered(root, mounted):
+                args += self._parents(root, mounted, made) + ["--ro-bind", str(root), str(root)]
+                mounted.append(root)
         if workdir != HOME:
             args += ["--perms", "0777", "--dir", workdir]
         if home is not None:
