@@ -25,3 +25,25 @@ def leaf(rng):
     def make(*shape, scale=1.0):
         return Tensor(rng.normal(size=shape) * scale, requires_grad=True)
     return make
+
+
+@pytest.fixture
+def recorded_ops():
+    """The names of the ops whose results were built while the test runs, seen through the public
+    `set_op_recorder` hook. A recorder that is already installed (module 02's autograd) keeps receiving every
+    call and is put back afterwards, so this fixture never disturbs other tests."""
+    import tinytorch.core.tensor as tensor_module
+    from tinytorch.core.tensor import set_op_recorder
+    previous = getattr(tensor_module, "_op_recorder", None)
+    seen = []
+
+    def recorder(out, op, inputs, attrs):
+        seen.append(op)
+        if previous is not None:
+            previous(out, op, inputs, attrs)
+
+    set_op_recorder(recorder)
+    try:
+        yield seen
+    finally:
+        set_op_recorder(previous)

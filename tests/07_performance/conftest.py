@@ -5,9 +5,8 @@ digits and have no `__init__.py`, so pytest imports each file by its basename.
 """
 import pytest
 
-import tinytorch.core.tensor as tensor_module
 import tinytorch.perf as perf
-from tinytorch.core.tensor import KERNELS, set_op_recorder
+from tinytorch.core.tensor import KERNELS
 
 
 @pytest.fixture(autouse=True)
@@ -44,20 +43,3 @@ def threads(request, monkeypatch, pools):
     monkeypatch.setattr(perf, "_THREAD_NUMBERS", 1)
     monkeypatch.setattr(perf, "_THREAD_BYTES", 1)
     return request.param
-
-
-@pytest.fixture
-def recorded_ops():
-    "The names of the ops recorded while the test runs; the installed recorder (autograd's) keeps receiving them."
-    previous, seen = tensor_module._op_recorder, []
-
-    def recorder(out, op, inputs, attrs):
-        seen.append(op)
-        if previous is not None:
-            previous(out, op, inputs, attrs)
-
-    set_op_recorder(recorder)
-    try:
-        yield seen
-    finally:
-        set_op_recorder(previous)
