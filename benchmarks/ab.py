@@ -2,7 +2,8 @@
 
 A machine's speed drifts between processes, so one run per version, or a few runs of one version followed by a
 few of the other, cannot tell a 5% change from noise. Here each run measures one version's step as a ratio to
-PyTorch's in the same process, and the versions take turns run by run; the medians of the ratios are compared.
+PyTorch's over the same minutes (the two in processes of their own, taking turns in blocks of steps), and the
+versions take turns run by run; the medians of the ratios are compared.
 Each version runs its best path: the fast path (`tinytorch.perf`, module 07) when it has one, else its plain ops;
 versions from before module 07 run as their benchmark did then. The report says which path each version ran.
 

@@ -1,13 +1,14 @@
-"""Attention speed and memory: tinytorch's plain path, its fast path (module 07) and PyTorch, side by side in one
-process.
+"""Attention speed and memory: tinytorch's plain path, its fast path (module 07) and PyTorch, side by side, each in
+its own process (turns.py).
 
 1. Forward + backward of `scaled_dot_product_attention` against `torch.nn.functional.scaled_dot_product_attention`
    on the same float32 inputs (batch 4, 4 heads, head width 32, n = 64 ... 1024 queries and keys), with the same
-   number of threads for numpy's BLAS and for PyTorch. At each size the paths take turns in blocks of repeats (at
-   least half a second of them per path in all); each is the median of its repeats, reported as a ratio to PyTorch.
+   number of threads for numpy's BLAS and for PyTorch. At each size the processes take turns in blocks of repeats
+   (at least half a second of them per path in all); each is the median of its repeats, and its ratio to PyTorch's.
 2. Peak memory of forward + backward at n = 8192, d = 64 (one head, float32): plain attention on each tinytorch path,
    and `memory_efficient_attention`, measured with tracemalloc (numpy reports its allocations to it; memory that a
-   compiled kernel allocates outside numpy is not seen), next to the size of the n x n score matrix.
+   compiled kernel allocates outside numpy is not seen), each in a fresh process, next to the size of the n x n score
+   matrix.
 
     python benchmarks/bench_attention.py            # both tables
     python benchmarks/bench_attention.py --quick    # fewer sizes and repeats, memory at n = 2048
@@ -18,6 +19,7 @@ reported as not exported; without PyTorch, tinytorch is measured alone.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 import tracemalloc
@@ -27,8 +29,9 @@ import numpy as np
 from tinytorch.core.attention import memory_efficient_attention, scaled_dot_product_attention
 from tinytorch.core.tensor import Tensor
 
-from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, running, tinytorch_paths
+from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, tinytorch_paths
 from threads import threads, torch_like_numpy
+from turns import take_turns
 
 SPEED = dict(batch=4, heads=4, head_dim=32, sizes=(64, 128, 256, 512, 1024))
 MEMORY = dict(n=8192, head_dim=64, block_size=512)
@@ -53,6 +56,12 @@ def _theirs(torch, tensors):
     return time.perf_counter() - start
 
 
+def _inputs(shape, seed: int) -> list:
+    "Q, K, V and the upstream gradient: the same float32 numbers in every process."
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]
+
+
 def _repeat(call, repeats: int, min_seconds: float = 0.5) -> list:
     "Timings of call() after one warm-up call: at least `repeats` of them, and at least `min_seconds` in all."
     call()
@@ -62,32 +71,42 @@ def _repeat(call, repeats: int, min_seconds: float = 0.5) -> list:
     return times
 
 
+def timing(path: str, sizes, repeats: int, rounds: int, min_seconds: float):
+    """In `path`'s worker: the seconds of each forward + backward at each size, in `rounds` blocks per size (one per
+    turn), at least `repeats` and `min_seconds` of them in all."""
+    torch = torch_like_numpy() if path == TORCH else None
+    times = {}
+    for n in sizes:
+        arrays = _inputs((SPEED["batch"], SPEED["heads"], n, SPEED["head_dim"]), seed=n)
+        if torch:
+            call = functools.partial(_theirs, torch, [torch.from_numpy(a) for a in arrays])
+        else:
+            call = functools.partial(_ours, arrays)
+        times[n] = []
+        for _ in range(rounds):
+            times[n] += _repeat(call, -(-repeats // rounds), min_seconds=min_seconds / rounds)
+            yield
+    return times
+
+
 def speed(sizes, repeats: int, torch=None, rounds: int = 5, paths=None, min_seconds: float = 0.5) -> list[dict]:
     """A row per size: each path's median milliseconds and its ratio to PyTorch's. `paths`: the tinytorch paths
-    (default: plain, and fast when module 07 is exported); PyTorch is measured when `torch` is given."""
+    (default: plain, and fast when module 07 is exported); PyTorch is measured when `torch` is given.
+
+    Each path runs in its own process, and at each size the processes take turns in `rounds` blocks of calls, so
+    that a change in the machine's speed affects all alike. Not call by call: PyTorch's OpenMP threads spin for a
+    while after each call, and numpy's BLAS threads starting then would compete with them."""
     paths = list(paths or tinytorch_paths()) + ([TORCH] if torch else [])
+    work = functools.partial(timing, sizes=list(sizes), repeats=repeats, rounds=rounds, min_seconds=min_seconds)
+    done = take_turns(dict.fromkeys(paths, work))
     rows = []
     for n in sizes:
-        shape = (SPEED["batch"], SPEED["heads"], n, SPEED["head_dim"])
-        rng = np.random.default_rng(n)
-        arrays = [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]   # Q, K, V, upstream gradient
-        tensors = [torch.from_numpy(a) for a in arrays] if torch else None
-        calls = {path: (lambda: _theirs(torch, tensors)) if path == TORCH else (lambda: _ours(arrays))
-                 for path in paths}
-        # The paths take turns in `rounds` blocks of calls, so that a change in the machine's speed during the
-        # measurement affects all alike. Not call by call: PyTorch's OpenMP threads spin for a while after each
-        # call, and numpy's BLAS threads starting then would compete with them.
-        times = {path: [] for path in paths}
-        for _ in range(rounds):
-            for path in paths:
-                with running(path):
-                    times[path] += _repeat(calls[path], -(-repeats // rounds), min_seconds=min_seconds / rounds)
         row = dict(benchmark="attention forward+backward", dtype="float32", batch=SPEED["batch"],
                    heads=SPEED["heads"], head_dim=SPEED["head_dim"], n=n, threads=threads(), paths=paths)
         if FAST not in paths and fast_missing():
             row["fast_missing"] = fast_missing()
         for path in paths:
-            row[f"{path}_ms"] = 1e3 * statistics.median(times[path])
+            row[f"{path}_ms"] = 1e3 * statistics.median(done[path].result[n])
         for path in paths:
             if path != TORCH and TORCH in paths:
                 row[f"{path}_ratio"] = row[f"{path}_ms"] / row["torch_ms"]
@@ -105,29 +124,35 @@ def _peak_bytes(fn) -> int:
     return peak
 
 
+def peak(path: str, n: int, head_dim: int, block_size: int, tiled: bool = False):
+    """In `path`'s worker: a function giving the peak MiB of one forward + backward of attention at n x head_dim,
+    memory-efficient attention when `tiled`."""
+    arrays = _inputs((1, 1, n, head_dim), seed=0)
+
+    def forward_backward():
+        Q, K, V = (Tensor(a, requires_grad=True) for a in arrays[:3])
+        if tiled:
+            out = memory_efficient_attention(Q, K, V, block_size=block_size)
+        else:
+            out, _ = scaled_dot_product_attention(Q, K, V)
+        out.backward(arrays[3])
+    return lambda: _peak_bytes(forward_backward) / 2 ** 20
+
+
 def memory(n: int, head_dim: int, block_size: int, paths=None) -> dict:
-    "Peak MiB of forward + backward: plain attention on each tinytorch path, and memory-efficient attention."
+    """Peak MiB of forward + backward: plain attention on each tinytorch path, and memory-efficient attention (on
+    the plain path), each in a fresh process."""
     paths = list(paths or tinytorch_paths())
-    rng = np.random.default_rng(0)
-    arrays = [rng.standard_normal((1, 1, n, head_dim), dtype=np.float32) for _ in range(4)]
-
-    def step(attention):
-        def run():
-            Q, K, V = (Tensor(a, requires_grad=True) for a in arrays[:3])
-            attention(Q, K, V).backward(arrays[3])
-        return run
-
-    mib = 2 ** 20
+    sizes = dict(n=n, head_dim=head_dim, block_size=block_size)
+    whole = take_turns({path: functools.partial(peak, **sizes) for path in paths}, blocks=1)
+    tiled = take_turns({PLAIN: functools.partial(peak, **sizes, tiled=True)}, blocks=1)
     row = dict(benchmark="attention peak memory (forward+backward)", dtype="float32", n=n, head_dim=head_dim,
-               block_size=block_size, scores_mib=n * n * 4 / mib, paths=paths)
+               block_size=block_size, scores_mib=n * n * 4 / 2 ** 20, paths=paths)
     if FAST not in paths and fast_missing():
         row["fast_missing"] = fast_missing()
     for path in paths:
-        with running(path):
-            row[f"{path}_mib"] = _peak_bytes(step(lambda Q, K, V: scaled_dot_product_attention(Q, K, V)[0])) / mib
-    with running(PLAIN):
-        tiled = _peak_bytes(step(lambda Q, K, V: memory_efficient_attention(Q, K, V, block_size=block_size)))
-    row["memory_efficient_mib"] = tiled / mib
+        row[f"{path}_mib"] = whole[path].blocks[0]
+    row["memory_efficient_mib"] = tiled[PLAIN].blocks[0]
     return row
 
 

@@ -1,14 +1,17 @@
-"""GPT training speed: tinytorch's plain path, its fast path (module 07) and PyTorch eager, side by side in one process.
+"""GPT training speed and memory: tinytorch's plain path, its fast path (module 07) and PyTorch eager, side by side,
+each in its own process, the processes taking turns in blocks (turns.py).
 
 1. One training step (forward, loss, backward, gradient clipping, AdamW update) at nanoGPT's CPU configuration for
    tiny Shakespeare (4 layers, 4 heads, width 128, context 64, batch 12, vocabulary 65), float32, the same number of
    threads for every library. tinytorch's step is the capstone's own `tito.milestone.train_step` (its two phases,
    `forward_loss` and `update`, timed apart); PyTorch's does the same work. The paths take turns in blocks of steps;
-   each is reported as the median of many steps and as a ratio to PyTorch's (time / PyTorch time).
+   each is reported as the median of many steps and as a ratio to PyTorch's (time / PyTorch time). Memory: the peak
+   resident memory of each process while it trains, beyond what it held just before building the model (and after
+   one step of a tiny model, so that what a library sets up once is not counted).
 2. Opt-in (`--e2e`): the whole nanoGPT CPU run on a text file (2000 iterations, lr 1e-3 with warmup and cosine
-   decay, evaluation every `--eval-every` steps) on each path, reporting the validation loss reached and the wall
-   time. All use the same batches, and the runs take turns of 50 iterations (each one's wall time is the sum of its
-   own turns), so the machine's drift over those minutes affects them alike.
+   decay, evaluation every `--eval-every` steps) on each path, reporting the validation loss reached, the wall
+   time and the peak memory. All use the same batches, and the runs take turns of 50 iterations (each one's wall
+   time is the sum of its own turns), so the machine's drift over those minutes affects them alike.
 
     python benchmarks/bench_gpt.py                   # the step benchmark
     python benchmarks/bench_gpt.py --profile         # plus a cProfile of tinytorch steps: what dominates
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import math
 import pstats
@@ -34,7 +38,8 @@ from tinytorch.core.optim import AdamW, lr_at
 from tinytorch.core.transformer import GPT, CharTokenizer, get_batch, load_text
 from tito.milestone import RunConfig, forward_loss, train_step, update
 
-from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, running, tinytorch_paths
+import turns
+from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, tinytorch_paths
 from threads import threads, torch_like_numpy
 
 # nanoGPT: python train.py config/train_shakespeare_char.py --device=cpu --compile=False --eval_iters=20
@@ -44,6 +49,8 @@ CONFIG = dict(vocab_size=65, embed_dim=128, num_layers=4, num_heads=4, block_siz
 SMOKE = dict(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, block_size=8, batch_size=2)  # does it run?
 E2E = dict(iters=2000, lr=1e-3, min_lr=1e-4, warmup=100, weight_decay=0.1, betas=(0.9, 0.99), grad_clip=1.0,
            eval_iters=20)
+MEMORY_NOTE = ("peak: the most resident memory of the path's process while it trains, beyond what it held before "
+               "building the model")
 STEP_LR, GRAD_CLIP = 1e-3, RunConfig().grad_clip  # the step benchmark clips gradients as the capstone does
 
 
@@ -148,40 +155,67 @@ def _time_step(path: str, model, optimizer, x, y, lr: float = STEP_LR, grad_clip
     return forward_done - started, time.perf_counter() - forward_done
 
 
-def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10, paths=None,
-               grad_clip: float = GRAD_CLIP) -> dict:
-    """Median milliseconds per training step on each path (`measured_paths()` by default), on the same random
-    batches, and of its two phases (forward; backward + clipping + AdamW), so that a gap can be placed.
+def mark_memory(path: str):
+    """Count memory from here (turns.mark), after one step of a GPT of width 4 on `path`: what a library sets up on
+    its first step (PyTorch some 90 MiB) is not the training's memory."""
+    cfg = dict(vocab_size=5, embed_dim=4, num_layers=1, num_heads=1, block_size=2, batch_size=1)
+    rng = np.random.default_rng(0)
+    model, optimizer = new_model(path, cfg, lr=STEP_LR)
+    x, y = get_batch(rng.integers(0, cfg["vocab_size"], size=100), cfg["batch_size"], cfg["block_size"], rng)
+    _time_step(path, model, optimizer, x, y)
+    turns.mark()
 
-    The paths take turns in blocks of `block` steps, so a change in the machine's load affects all alike.
-    Not step by step: PyTorch's OpenMP threads keep spinning for a while after each parallel region, and numpy's
-    BLAS threads starting right then would compete with them, which slows both and distorts the ratio."""
-    paths = list(paths or measured_paths())
+
+def stepping(path: str, steps: int, warmup: int, cfg: dict, block: int, grad_clip: float):
+    """In `path`'s worker: training steps on the same random batches as every path's, `block` of them per turn;
+    returns the two phases' seconds of each step after the first `warmup`."""
     rng = np.random.default_rng(0)
     data = rng.integers(0, cfg["vocab_size"], size=100_000)
     batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(warmup + steps)]
-    models = {path: new_model(path, cfg, lr=STEP_LR) for path in paths}
-    times = {path: [] for path in paths}
-    for start in range(0, len(batches), block):
-        for path in paths:
-            with running(path):
-                for i in range(start, min(start + block, len(batches))):
-                    phases = _time_step(path, *models[path], *batches[i], grad_clip=grad_clip)
-                    if i >= warmup:
-                        times[path].append(phases)
-    tinytorch = next((models[path][0] for path in paths if path != TORCH), None)
+    mark_memory(path)
+    model, optimizer = new_model(path, cfg, lr=STEP_LR)
+    times = []
+    for i, (x, y) in enumerate(batches, 1):
+        phases = _time_step(path, model, optimizer, x, y, grad_clip=grad_clip)
+        if i > warmup:
+            times.append(phases)
+        if i % block == 0:
+            yield
+    return times
+
+
+def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10, paths=None,
+               grad_clip: float = GRAD_CLIP) -> dict:
+    """Median milliseconds per training step on each path (`measured_paths()` by default), on the same random
+    batches, and of its two phases (forward; backward + clipping + AdamW), so that a gap can be placed; and the
+    peak resident memory of the training, beyond what the process held before the model was built.
+
+    Each path runs in its own process, and the processes take turns in blocks of `block` steps (turns.py).
+    Not step by step: PyTorch's OpenMP threads keep spinning for a while after each parallel region, and numpy's
+    BLAS threads starting right then would compete with them, which slows both and distorts the ratio."""
+    paths = list(paths or measured_paths())
+    work = functools.partial(stepping, steps=steps, warmup=warmup, cfg=dict(cfg), block=block, grad_clip=grad_clip)
+    done = turns.take_turns(dict.fromkeys(paths, work))
+    parameters = tinytorch_model(cfg)[0].num_parameters() if paths != [TORCH] else None
     result = {"benchmark": "gpt_train_step", "step": "tito.milestone.train_step", "config": dict(cfg),
               "dtype": "float32", "threads": threads(), "steps": steps, "grad_clip": grad_clip, "paths": paths,
-              "parameters": tinytorch.num_parameters() if tinytorch is not None else None}
+              "parameters": parameters, "processes": "one per path, taking turns"}
     if FAST not in paths and fast_missing():
         result["fast_missing"] = fast_missing()
-    for path, phases in times.items():
+    for path in paths:
+        phases = done[path].result
         result[f"{path}_ms"] = 1e3 * statistics.median(forward + rest for forward, rest in phases)
         result[f"{path}_forward_ms"] = 1e3 * statistics.median(forward for forward, _ in phases)
         result[f"{path}_backward_ms"] = 1e3 * statistics.median(rest for _, rest in phases)
+        if done[path].peak_mib is not None:
+            result[f"{path}_peak_mib"] = done[path].peak_mib
+    if any(done[path].peak_mib is None for path in paths):
+        result["memory_missing"] = turns.MEMORY_MISSING
     for path in paths:
-        if path != TORCH and TORCH in times:
+        if path != TORCH and TORCH in paths:
             result[f"{path}_ratio"] = result[f"{path}_ms"] / result["torch_ms"]
+            if "torch_peak_mib" in result and f"{path}_peak_mib" in result:
+                result[f"{path}_memory_ratio"] = result[f"{path}_peak_mib"] / result["torch_peak_mib"]
     return result
 
 
@@ -194,38 +228,52 @@ def ab_step(steps: int = 100) -> dict:
 
 
 def profile_step(steps: int = 20, top: int = 25, cfg=CONFIG, path: str = None) -> str:
-    "cProfile of `steps` tinytorch training steps on `path` (default: fast if there is one), the `top` by own time."
+    """cProfile of `steps` tinytorch training steps on `path` (default: fast if there is one), in a process of its
+    own: the `top` functions by own time."""
     path = path or tinytorch_paths()[-1]
+    work = functools.partial(profiling, steps=steps, top=top, cfg=dict(cfg))
+    return turns.take_turns({path: work}, blocks=1)[path].blocks[0]
+
+
+def profiling(path: str, steps: int, top: int, cfg: dict):
+    "In `path`'s worker: a function that profiles the steps and returns the report."
     rng = np.random.default_rng(0)
     data = rng.integers(0, cfg["vocab_size"], size=100_000)
     model, optimizer = tinytorch_model(cfg, lr=STEP_LR)
     batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(steps + 2)]
-    profiler = cProfile.Profile()
-    with running(path):
+
+    def profile() -> str:
+        profiler = cProfile.Profile()
         for x, y in batches[:2]:
             train_step(model, optimizer, x, y, STEP_LR, GRAD_CLIP)
         profiler.enable()
         for x, y in batches[2:]:
             train_step(model, optimizer, x, y, STEP_LR, GRAD_CLIP)
         profiler.disable()
-    stream = io.StringIO()
-    stream.write(f"cProfile of {steps} steps on the {path} path\n")
-    pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(top)
-    return stream.getvalue()
+        stream = io.StringIO()
+        stream.write(f"cProfile of {steps} steps on the {path} path\n")
+        pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(top)
+        return stream.getvalue()
+    return profile
 
 
 # --- 2. end to end -----------------------------------------------------------------------------------------------
+def say(line: str):
+    print(line, flush=True)   # at once, also from a worker whose output is a pipe
+
+
 def training(path: str, text_path: str, iters: int = E2E["iters"], eval_every: int = 250, seed: int = 0,
-             log=print, turn: int = 50):
+             log=say, turn: int = 50):
     """nanoGPT's CPU run on `path` ('plain', 'fast' or 'torch'), as a generator that pauses every `turn` iterations
-    (so runs can take turns; drive it with `side_by_side`, which switches the kernels for each turn); it returns the
-    validation loss reached and the wall time spent while running."""
+    (so runs can take turns; `side_by_side` runs each in its own worker); it returns the validation loss reached
+    and the wall time spent while running."""
     text = load_text(text_path)
     tokenizer = CharTokenizer(text)
     ids = np.array(tokenizer.encode(text), dtype=np.int64)
     split = int(0.9 * len(ids))
     train_ids, val_ids = ids[:split], ids[split:]
     cfg = dict(CONFIG, vocab_size=tokenizer.vocab_size)
+    mark_memory(path)
     model, optimizer = new_model(path, cfg, seed, lr=E2E["lr"], betas=E2E["betas"], weight_decay=E2E["weight_decay"])
     step = STEPS[path]
     if path == TORCH:
@@ -269,24 +317,17 @@ def training(path: str, text_path: str, iters: int = E2E["iters"], eval_every: i
             "seconds": seconds + time.perf_counter() - resumed, "curve": curve}
 
 
-def side_by_side(runs: dict) -> dict:
-    """Drive several `training` generators (path -> generator) in turns, each turn with its path's kernels, so that
-    a change in the machine's speed during the minutes they take affects them alike. Returns path -> result."""
-    results, active = {}, dict(runs)
-    while active:
-        for path, run_ in list(active.items()):
-            try:
-                with running(path):
-                    next(run_)
-            except StopIteration as done:
-                results[path] = done.value
-                del active[path]
-    return results
+def side_by_side(paths, text_path: str, **kwargs) -> dict:
+    """The nanoGPT run (`training`, with `kwargs`) on each path, each in its own worker, taking turns, so that a
+    change in the machine's speed during the minutes they take affects them alike. Returns path -> result, with
+    the run's peak resident memory beyond what its process held before the model was built (`peak_mib`)."""
+    done = turns.take_turns(dict.fromkeys(paths, functools.partial(training, text_path=text_path, **kwargs)))
+    return {path: dict(done[path].result, peak_mib=done[path].peak_mib) for path in paths}
 
 
 def train_text(path: str, text_path: str, **kwargs) -> dict:
-    "The whole nanoGPT CPU run on one path: the validation loss reached and the wall time."
-    return side_by_side({path: training(path, text_path, **kwargs)})[path]
+    "The whole nanoGPT CPU run on one path, in a worker: the validation loss reached, the wall time, the memory."
+    return side_by_side([path], text_path, **kwargs)[path]
 
 
 def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E2E["iters"],
@@ -299,21 +340,27 @@ def run(quick: bool = False, e2e: bool = False, text: str = None, iters: int = E
         results = [bench_step(steps=10, warmup=2) if quick else bench_step()]
     if e2e:
         paths = measured_paths()
-        done = side_by_side({path: training(path, text, iters=iters, eval_every=eval_every) for path in paths})
+        done = side_by_side(paths, text, iters=iters, eval_every=eval_every)
         results += [done[path] for path in paths]
     return results
 
 
 def report(results: list[dict]) -> str:
     lines = []
-    torch_seconds = next((r["seconds"] for r in results if r.get("path") == TORCH), None)
+    torch_run = next((r for r in results if r.get("path") == TORCH), None)
     for r in results:
         if r["benchmark"] == "gpt_train_step":
             lines += _step_report(r)
-        else:
-            ratio = f" ({r['seconds'] / torch_seconds:.2f}x pytorch's time)" if torch_seconds and r["path"] != TORCH else ""
-            lines.append(f"{LABELS[r['path']]:9s} {r['iters']} iterations: validation loss {r['val_loss']:.4f} "
-                         f"in {r['seconds']:.0f} s{ratio}")
+            continue
+        line = (f"{LABELS[r['path']]:9s} {r['iters']} iterations: validation loss {r['val_loss']:.4f} "
+                f"in {r['seconds']:.0f} s")
+        if torch_run and r["path"] != TORCH:
+            line += f" ({r['seconds'] / torch_run['seconds']:.2f}x pytorch's time)"
+        if r.get("peak_mib") is not None:
+            line += f", peak memory {r['peak_mib']:.0f} MiB"
+            if torch_run and r["path"] != TORCH and torch_run.get("peak_mib"):
+                line += f" ({r['peak_mib'] / torch_run['peak_mib']:.2f}x pytorch's)"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -322,22 +369,29 @@ def _step_report(r: dict) -> list[str]:
     clip = f"gradients clipped at {r['grad_clip']:g}" if r["grad_clip"] else "no gradient clipping"
     lines = [f"GPT training step, {r['step']} ({c['num_layers']} layers, {c['num_heads']} heads, width "
              f"{c['embed_dim']}, context {c['block_size']}, batch {c['batch_size']}, vocab {c['vocab_size']}; "
-             f"{r['parameters']:,} parameters; {r['dtype']}, {r['threads']} threads, {clip}, median of {r['steps']})",
+             f"{r['parameters']:,} parameters; {r['dtype']}, {r['threads']} threads, {clip}, median of {r['steps']}; "
+             "each path in its own process)",
              f"  {'path':9s} {'step':>8s} {'forward':>8s} {'backward+AdamW':>15s} | {'step':>6s} {'forward':>8s} "
-             f"{'backward':>9s}",
-             f"  {'':9s} {'ms':>8s} {'ms':>8s} {'ms':>15s} | {'ratios to pytorch':>25s}"]
+             f"{'backward':>9s} | {'peak':>7s} {'memory':>7s}",
+             f"  {'':9s} {'ms':>8s} {'ms':>8s} {'ms':>15s} | {'ratios to pytorch':>25s} | {'MiB':>7s} {'ratio':>7s}"]
     for path in (PLAIN, FAST, TORCH):
         if f"{path}_ms" not in r:
             why = r.get("fast_missing", "not measured") if path == FAST else "not installed: tinytorch measured alone"
             lines.append(f"  {LABELS[path]:9s} {why}")
             continue
         row = f"  {LABELS[path]:9s} {r[f'{path}_ms']:8.1f} {r[f'{path}_forward_ms']:8.1f} {r[f'{path}_backward_ms']:15.1f}"
-        if path != TORCH and f"{path}_ratio" in r:
+        if f"{path}_ratio" in r:
             phases = [r[f"{path}_{phase}_ms"] / r[f"torch_{phase}_ms"] for phase in ("forward", "backward")]
             row += f" | {r[f'{path}_ratio']:6.2f} {phases[0]:8.2f} {phases[1]:9.2f}"
-        lines.append(row)
+        else:
+            row += f" | {'':25s}"
+        if f"{path}_peak_mib" in r:
+            memory_ratio = f"{r[f'{path}_memory_ratio']:7.2f}" if f"{path}_memory_ratio" in r else ""
+            row += f" | {r[f'{path}_peak_mib']:7.1f} {memory_ratio}"
+        lines.append(row.rstrip(" |"))
     if f"{PLAIN}_ms" in r and f"{FAST}_ms" in r:
         lines.append(f"  the fast path's step takes {r['fast_ms'] / r['plain_ms']:.2f}x the plain path's")
+    lines.append(f"  {r.get('memory_missing') or MEMORY_NOTE}")
     return lines
 
 

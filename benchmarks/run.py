@@ -1,12 +1,12 @@
-"""Every benchmark in one run: tinytorch's plain path, its fast path (module 07) and PyTorch side by side, reported as
-ratios and written to a results file.
+"""Every benchmark in one run: tinytorch's plain path, its fast path (module 07) and PyTorch side by side, each in its
+own process, the processes taking turns in blocks (turns.py); reported as ratios and written to a results file.
 
     python benchmarks/run.py                                   # GPT step, attention speed, attention memory
     python benchmarks/run.py --quick                           # the same, shorter
     python benchmarks/run.py --e2e --text /path/to/tinyshakespeare.txt   # plus the 2000-iteration training run
 
 Results go to `benchmarks/results/latest.json` (or `--out`), with the machine, library versions and thread counts;
-every figure is keyed by its path (`plain_ms`, `fast_ms`, `torch_ms`, `fast_ratio`, ...). Without tinytorch.perf the
+every figure is keyed by its path (`plain_ms`, `fast_ms`, `torch_ms`, `fast_ratio`, `plain_peak_mib`, ...). Without tinytorch.perf the
 fast columns say "module 07 not exported"; without PyTorch, tinytorch is measured alone and the report says so.
 """
 from __future__ import annotations

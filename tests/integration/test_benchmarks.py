@@ -2,8 +2,10 @@
 fast path (module 07) or why it is missing, and PyTorch (never timings as pass/fail)."""
 import importlib.util
 import json
+import multiprocessing
+import os
 import sys
-import types
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ import bench_attention  # noqa: E402
 import bench_gpt  # noqa: E402
 import kernel_paths  # noqa: E402
 import run as run_all  # noqa: E402
+import turns  # noqa: E402
 from threads import threads, torch_like_numpy  # noqa: E402
 
 from tito import milestone  # noqa: E402
@@ -22,51 +25,28 @@ from tito import milestone  # noqa: E402
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
 TINY = bench_gpt.SMOKE
+SMALL = dict(TINY, embed_dim=64, block_size=64, batch_size=8)   # its training needs memory beyond a tiny model's
 TINYTORCH = ["plain", "fast"] if HAS_PERF else ["plain"]
-
-
-class FakePerf(types.ModuleType):
-    "tinytorch.perf's interface (enable, disable, is_enabled) without kernels: it only records its state."
-
-    def __init__(self):
-        super().__init__("tinytorch.perf")
-        self.enabled = False
-
-    def enable(self):
-        self.enabled = True
-
-    def disable(self):
-        self.enabled = False
-
-    def is_enabled(self):
-        return self.enabled
-
-
-@pytest.fixture
-def fake_perf(monkeypatch):
-    "A module 07 that switches nothing, so a test can see which path each measurement ran on."
-    import tinytorch
-
-    perf = FakePerf()
-    monkeypatch.setitem(sys.modules, "tinytorch.perf", perf)
-    monkeypatch.setattr(tinytorch, "perf", perf, raising=False)
-    monkeypatch.setattr(kernel_paths, "perf_spec", lambda: object())
-    kernel_paths.fast_missing.cache_clear()
-    yield perf
-    kernel_paths.fast_missing.cache_clear()
+PATHS = TINYTORCH + (["torch"] if HAS_TORCH else [])
+MEASURES_MEMORY = sys.platform == "linux"
 
 
 def test_gpt_step_benchmark_reports_every_path_and_its_ratio():
-    r = bench_gpt.bench_step(steps=3, warmup=1, cfg=TINY, block=2)
+    r = bench_gpt.bench_step(steps=3, warmup=1, cfg=SMALL, block=2)
     assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3 and r["step"] == "tito.milestone.train_step"
-    assert r["paths"] == TINYTORCH + (["torch"] if HAS_TORCH else [])
+    assert r["paths"] == PATHS
     for path in r["paths"]:   # the step and its two phases, forward and backward + clipping + AdamW
         assert min(r[f"{path}_ms"], r[f"{path}_forward_ms"], r[f"{path}_backward_ms"]) > 0
+        if MEASURES_MEMORY:   # the process's peak resident memory while it trained
+            assert isinstance(r[f"{path}_peak_mib"], float) and r[f"{path}_peak_mib"] > 0
+    assert ("memory_missing" in r) != MEASURES_MEMORY
     for path in TINYTORCH:
         if HAS_TORCH:
             assert r[f"{path}_ratio"] == pytest.approx(r[f"{path}_ms"] / r["torch_ms"])
+            if MEASURES_MEMORY:
+                assert r[f"{path}_memory_ratio"] == pytest.approx(r[f"{path}_peak_mib"] / r["torch_peak_mib"])
         else:
-            assert f"{path}_ratio" not in r and "torch_ms" not in r
+            assert f"{path}_ratio" not in r and "torch_ms" not in r and f"{path}_memory_ratio" not in r
     assert ("fast_ms" in r) == HAS_PERF and (r.get("fast_missing") == "module 07 not exported") != HAS_PERF
     report = bench_gpt.report([r])
     rows = {line.split()[0]: line for line in report.splitlines()[3:]}
@@ -91,20 +71,64 @@ def test_without_module_07_the_fast_columns_say_so(monkeypatch):
     assert len(fast_rows) == 3 + ("torch_ms" in rows[0]) and all("module 07 not exported" in x for x in fast_rows)
 
 
-def test_each_path_is_timed_with_its_own_kernels_in_turns(fake_perf, monkeypatch):
-    "The fast path's steps run with module 07 switched on, the plain path's and PyTorch's with it off, in blocks."
-    seen = []
-    for path, (forward, rest) in list(bench_gpt.PHASES.items()):
-        def recording(model, x, y, path=path, forward=forward):
-            seen.append((path, fake_perf.is_enabled()))
-            return forward(model, x, y)
-        monkeypatch.setitem(bench_gpt.PHASES, path, (recording, rest))
-    r = bench_gpt.bench_step(steps=4, warmup=0, cfg=TINY, block=2)
-    paths = ["plain", "fast"] + (["torch"] if HAS_TORCH else [])
-    assert r["paths"] == paths and "fast_missing" not in r and r["fast_ms"] > 0
-    assert seen == [(path, path == "fast") for _ in range(2) for path in paths for _ in range(2)]
-    assert not fake_perf.is_enabled(), "the kernels are off again after the benchmark"
-    assert "the fast path's step takes" in bench_gpt.report([r])
+def what_runs(path):
+    "A worker whose blocks say where they ran: its process, its kernels, PyTorch's threads there, and when."
+    def block():
+        start = time.monotonic()
+        time.sleep(0.01)
+        perf, torch = sys.modules.get("tinytorch.perf"), sys.modules.get("torch")
+        return dict(path=path, pid=os.getpid(), fast=bool(perf and perf.is_enabled()),
+                    torch_threads=torch.get_num_threads() if torch else None, start=start, end=time.monotonic())
+    return block
+
+
+def test_each_path_runs_in_its_own_process_with_its_own_kernels_taking_turns():
+    done = turns.take_turns(dict.fromkeys(PATHS, what_runs), blocks=3)
+    blocks = sorted((b for path in PATHS for b in done[path].blocks), key=lambda b: b["start"])
+    assert [b["path"] for b in blocks] == PATHS + PATHS[::-1] + PATHS          # the order reverses every block
+    assert all(one["end"] <= two["start"] for one, two in zip(blocks, blocks[1:]))   # one worker at a time
+    pids = {path: {b["pid"] for b in done[path].blocks} for path in PATHS}
+    assert all(len(p) == 1 for p in pids.values()) and len(set.union(*pids.values()) | {os.getpid()}) == len(PATHS) + 1
+    for b in blocks:   # module 07's kernels in the fast worker only; PyTorch in its own worker only, at numpy's threads
+        assert b["fast"] == (b["path"] == "fast")
+        assert b["torch_threads"] == (threads() if b["path"] == "torch" else None)
+    assert multiprocessing.active_children() == []
+
+
+def failing_factory(path):
+    raise ValueError(f"no model for {path}")
+
+
+def failing_block(path):
+    def block():
+        raise ZeroDivisionError(f"the {path} block failed")
+    return block
+
+
+def dying_block(path):
+    return lambda: os._exit(3)
+
+
+@pytest.mark.parametrize("factory, message", [(failing_factory, "ValueError: no model for other"),
+                                               (failing_block, "ZeroDivisionError: the other block failed"),
+                                               (dying_block, "the other worker died (exit code 3)")])
+def test_a_workers_error_is_raised_in_the_parent_and_every_worker_is_stopped(factory, message):
+    with pytest.raises(turns.WorkerError) as error:
+        turns.take_turns({"plain": what_runs, "other": factory}, blocks=2)
+    assert message in str(error.value)
+    if factory is not dying_block:
+        assert "Traceback (most recent call last)" in str(error.value) and __file__ in str(error.value)
+    assert multiprocessing.active_children() == []
+
+
+def test_the_step_benchmark_yields_once_per_block_and_returns_the_timed_steps():
+    work = bench_gpt.stepping("plain", steps=4, warmup=1, cfg=TINY, block=2, grad_clip=1.0)
+    blocks = 0
+    with pytest.raises(StopIteration) as finished:
+        while True:
+            next(work)
+            blocks += 1
+    assert blocks == 2 and len(finished.value.value) == 4 and all(min(phases) > 0 for phases in finished.value.value)
 
 
 def test_a_step_split_into_phases_is_the_capstones_step():
@@ -135,12 +159,15 @@ def test_attention_speed_benchmark_takes_turns_and_reports_ratios():
     assert ("module 07 not exported" in rows_by_label["fast"]) != HAS_PERF
 
 
-def test_attention_turns_switch_the_kernels(fake_perf, monkeypatch):
-    seen = []
-    monkeypatch.setattr(bench_attention, "_ours", lambda arrays: seen.append(fake_perf.is_enabled()) or 1e-3)
-    rows = bench_attention.speed([8], repeats=2, torch=None, rounds=2, paths=["plain", "fast"], min_seconds=0)
-    # each block is one warm-up call and one timed call; plain, then fast, twice
-    assert seen == ([False] * 2 + [True] * 2) * 2 and rows[0]["fast_ms"] == pytest.approx(1.0)
+def test_attention_timing_yields_once_per_block_at_every_size():
+    work = bench_attention.timing("plain", [8, 16], repeats=4, rounds=2, min_seconds=0)
+    blocks = 0
+    with pytest.raises(StopIteration) as finished:
+        while True:
+            next(work)
+            blocks += 1
+    times = finished.value.value
+    assert blocks == 4 and list(times) == [8, 16] and all(len(t) == 4 and min(t) > 0 for t in times.values())
 
 
 def test_attention_memory_reports_each_path_and_the_memory_efficient_one():
@@ -161,6 +188,10 @@ def test_run_writes_every_path_to_the_results_file(tmp_path, capsys):
     assert kinds[0] == "gpt_train_step" and kinds.count("attention forward+backward") == 2 and "peak memory" in kinds[-1]
     for r in data["results"]:
         assert r["paths"][:len(TINYTORCH)] == TINYTORCH   # every figure says which path it is
+    step = data["results"][0]
+    for path in step["paths"] if MEASURES_MEMORY else []:
+        assert isinstance(step[f"{path}_peak_mib"], float) and step[f"{path}_peak_mib"] >= 0
+        assert (f"{path}_memory_ratio" in step) == (HAS_TORCH and path != "torch")
     assert "GPT training step" in printed and "scaled dot-product attention" in printed and "peak memory" in printed
     assert ("module 07 not exported" in printed) != HAS_PERF
 
@@ -187,22 +218,22 @@ def test_ab_alternates_which_version_runs_first_and_collects_every_run(monkeypat
     assert [len(results["old"]), len(results["new"])] == [3, 3]
 
 
-def test_end_to_end_runs_take_turns_and_turns_change_no_result(tmp_path):
+def test_end_to_end_runs_take_turns_and_turns_change_no_result(tmp_path, capfd):
     text = tmp_path / "text.txt"
     text.write_text("To be, or not to be, that is the question.\n" * 200)
-    lines = []
     paths = ["plain"] + (["torch"] if HAS_TORCH else [])
-    runs = {path: bench_gpt.training(path, str(text), iters=4, eval_every=2, log=lines.append, turn=2)
-            for path in paths}
-    results = bench_gpt.side_by_side(runs)
+    results = bench_gpt.side_by_side(paths, str(text), iters=4, eval_every=2, turn=2)
     labels = {"plain": "plain", "torch": "pytorch"}
-    expected = [f"{labels[path]:9s} iter {it:5d}" for it in (0, 2, 4) for path in paths]
-    assert [line[:len(expected[0])] for line in lines] == expected      # two iterations each, in turns
+    expected = [f"{labels[path]:9s} iter {it:5d}" for it in (0, 2, 4) for path in (paths, paths[::-1], paths)[it // 2]]
+    printed = [line for line in capfd.readouterr().out.splitlines() if " iter " in line]
+    assert [line[:len(expected[0])] for line in printed] == expected      # two iterations each, in turns
     for path in paths:
         r = results[path]
         assert r["path"] == path and [it for it, _ in r["curve"]] == [0, 2, 4] and r["seconds"] > 0
         assert r["val_loss"] == r["curve"][-1][1]
+        assert r["peak_mib"] > 0 if MEASURES_MEMORY else r["peak_mib"] is None
     plain_line = bench_gpt.report([results[path] for path in paths]).splitlines()[0]
     assert plain_line.startswith("plain     4 iterations") and ("x pytorch's time" in plain_line) == HAS_TORCH
-    alone = bench_gpt.train_text("plain", str(text), iters=4, eval_every=2, log=lines.append, turn=1)
+    assert ("MiB" in plain_line) == MEASURES_MEMORY
+    alone = bench_gpt.train_text("plain", str(text), iters=4, eval_every=2, turn=1)
     assert alone["curve"] == results["plain"]["curve"]             # the same run, however it is cut into turns
