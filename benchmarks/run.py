@@ -15,7 +15,9 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +45,24 @@ def machine() -> dict:
                 fast_threads=None if fast_missing() else _fast_threads())
 
 
+def compile_seconds() -> dict | None:
+    """Seconds `tinytorch.perf.warm_up()` takes in a fresh process: with an empty numba cache (compiling every loop
+    for float32 and float64), then again with the cache that run left on disk. None without numba or module 07."""
+    if fast_missing():
+        return None
+    probe = "import json, tinytorch.perf as p; print(json.dumps(p.warm_up() if p.numba else None))"
+    seconds = {}
+    with tempfile.TemporaryDirectory() as cache:
+        for when in ("first", "cached"):
+            run = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, NUMBA_CACHE_DIR=cache),
+                                 capture_output=True, text=True, check=True)
+            by_op = json.loads(run.stdout)
+            if by_op is None:
+                return None
+            seconds[when] = sum(by_op.values())
+    return seconds
+
+
 def _fast_threads():
     "How many threads module 07's kernels use, when its tinytorch.perf says so."
     import tinytorch.perf as perf
@@ -66,6 +86,10 @@ def main(argv=None):
         f", {info['fast_threads']} threads" if info["fast_threads"] else "")
     print(f"paths: plain (modules 01-06); fast ({fast}); "
           + ("pytorch" if info["torch"] else "pytorch not installed (pip install -e '.[oracle]'): tinytorch alone"))
+    info["compile_seconds"] = None if args.smoke else compile_seconds()
+    if info["compile_seconds"]:
+        print(f"fast path's compiled loops (numba): {info['compile_seconds']['first']:.1f} s to compile, "
+              f"{info['compile_seconds']['cached']:.2f} s to load from the disk cache in a new process")
     print()
     gpt = bench_gpt.run(quick=args.quick, e2e=args.e2e, text=args.text, smoke=args.smoke)
     bench_gpt.print_report(gpt)

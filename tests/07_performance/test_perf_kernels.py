@@ -241,16 +241,22 @@ def test_every_kind_of_mask_gives_exactly_the_same_result(rng):
 
 
 @pytest.mark.parametrize("op", ["fast_linear", "fast_gelu", "fast_layer_norm", "fast_attention",
-                                "fast_attention_weights"])
+                                "fast_attention_weights", "fast_compiled_softmax", "fast_compiled_layer_norm",
+                                "fast_compiled_gelu", "fast_compiled_cross_entropy"])
 def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
-    "The gradient checks above run the fast rules: scale one by 1.1 and gradcheck fails through the public ops."
+    "The gradient checks above run the fast rules: scale one by 1.1 and gradcheck fails."
     from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
     cases = {
         "fast_linear": (lambda x, w, b: linear(x, w, b), leaves(rng, (2, 3, 4), (4, 5), (5,))),
-        "fast_gelu": (gelu, leaves(rng, (3, 4))),
-        "fast_layer_norm": (lambda x, w, b: layer_norm(x, w, b), leaves(rng, (3, 4), (4,), (4,))),
+        "fast_gelu": (perf.fast_gelu, leaves(rng, (3, 4))),
+        "fast_layer_norm": (perf.fast_layer_norm, leaves(rng, (3, 4), (4,), (4,))),
         "fast_attention": (lambda q, k, v: scaled_dot_product_attention(q, k, v)[0], leaves(rng, (3, 2), (4, 2), (4, 2))),
         "fast_attention_weights": (lambda q, k: scaled_dot_product_attention(q, k, k)[1], leaves(rng, (3, 2), (4, 2))),
+        "fast_compiled_softmax": (perf.compiled_softmax, leaves(rng, (3, 4))),
+        "fast_compiled_layer_norm": (perf.compiled_layer_norm, leaves(rng, (3, 4), (4,), (4,))),
+        "fast_compiled_gelu": (perf.compiled_gelu, leaves(rng, (3, 4))),
+        "fast_compiled_cross_entropy": (lambda z: perf.compiled_cross_entropy(z, np.array([0, 3, 1])),
+                                        leaves(rng, (3, 4))),
     }
     fn, inputs = cases[op]
     assert gradcheck(fn, inputs)

@@ -17,6 +17,7 @@ import bench_attention  # noqa: E402
 import bench_gpt  # noqa: E402
 import kernel_paths  # noqa: E402
 import run as run_all  # noqa: E402
+import summarize  # noqa: E402
 import turns  # noqa: E402
 from threads import threads, torch_like_numpy  # noqa: E402
 
@@ -237,3 +238,22 @@ def test_end_to_end_runs_take_turns_and_turns_change_no_result(tmp_path, capfd):
     assert ("MiB" in plain_line) == MEASURES_MEMORY
     alone = bench_gpt.train_text("plain", str(text), iters=4, eval_every=2, turn=1)
     assert alone["curve"] == results["plain"]["curve"]             # the same run, however it is cut into turns
+
+
+def test_summarize_gives_each_figures_median_and_spread_over_runs(tmp_path):
+    files = []
+    for i, (step, attention, loss) in enumerate([(1.5, 2.0, 1.9), (1.7, 2.4, 1.8), (1.6, 9.0, 1.85)]):
+        results = [{"benchmark": "gpt_train_step", "fast_ratio": step, "paths": ["fast"], "config": {"a": 1}},
+                   {"benchmark": "attention forward+backward", "n": 64, "fast_ratio": attention},
+                   {"benchmark": "gpt_tiny_shakespeare", "path": "fast", "val_loss": loss, "seconds": 100.0 + i}]
+        files.append(tmp_path / f"run{i}.json")
+        files[-1].write_text(json.dumps({"machine": {"cores": 2}, "results": results}))
+    out = tmp_path / "summary.json"
+    summarize.main([*map(str, files), "--json", str(out)])
+    summary = json.loads(out.read_text())
+    assert summary["runs"] == 3 and summary["machine"] == {"cores": 2}
+    figures = summary["figures"]
+    assert figures["gpt_train_step"]["fast_ratio"] == dict(median=1.6, low=1.5, high=1.7, runs=3)
+    assert figures["attention n=64"]["fast_ratio"]["median"] == 2.4
+    assert figures["e2e fast"]["val_loss"]["median"] == 1.85 and figures["e2e fast"]["seconds"]["high"] == 102.0
+    assert "paths" not in figures["gpt_train_step"]

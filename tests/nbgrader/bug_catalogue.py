@@ -250,6 +250,28 @@ BUGS["06"] = [
 ]
 
 BUGS["07"] = [  # from the module 07 author's list, each re-checked here
+    Bug("compiled-layer-norm-one-pass-variance", "the compiled layer norm takes the variance as E[x²] − E[x]²",
+        "compiled-layer-norm-loops",
+        """        var = 0.0
+        for j in range(d):
+            centred = x[r, j] - mean
+            var += centred * centred""",
+        """        var = 0.0
+        for j in range(d):
+            var += x[r, j] * x[r, j]
+        var -= d * mean * mean"""),
+    Bug("compiled-layer-norm-shared-sums", "every part of the rows adds its column sums into part 0",
+        "compiled-layer-norm-loops", "                sums[p, 0, j] += grad[r, j] * xhat[r, j]\n                sums[p, 1, j] += grad[r, j]",
+        "                sums[0, 0, j] += grad[r, j] * xhat[r, j]\n                sums[0, 1, j] += grad[r, j]"),
+    Bug("compiled-gelu-grad-no-one-minus-s", "the GELU backward loop forgets the factor (1 − s)", "compiled-gelu-loops",
+        "(one + v * (one - s[i]) * two_c", "(one + v * two_c"),
+    Bug("compiled-cross-entropy-ignores-keep", "the cross-entropy backward loop sends gradient to ignored rows",
+        "compiled-cross-entropy-loops",
+        "            grad_z[r, j] = np.exp(z[r, j] - lse[r]) * scale if keep[r] else 0.0",
+        "            grad_z[r, j] = np.exp(z[r, j] - lse[r]) * scale"),
+    Bug("compiled-adamw-no-bias-correction", "the AdamW loop forgets the bias corrections", "compiled-adamw-loop",
+        "        step = lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)",
+        "        step = lr * m[i] / (np.sqrt(v[i]) + eps)"),
     Bug("compare-same-order", "every block runs the functions in the same order", "compare",
         "        for name in names if block % 2 == 0 else names[::-1]:", "        for name in names:"),
     Bug("linear-no-bias", "the fused linear never adds the bias", "fast-linear",

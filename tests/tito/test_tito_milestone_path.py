@@ -87,7 +87,7 @@ def test_only_the_workspace_that_holds_the_package_counts(monkeypatch, tmp_path)
 
 
 class FakePerf(types.ModuleType):
-    "tinytorch.perf's interface: enable(), disable(), is_enabled(); it records the calls."
+    "tinytorch.perf's interface: enable(), disable(), is_enabled(), warm_up(); it records the calls."
 
     def __init__(self, enabled=False):
         super().__init__("tinytorch.perf")
@@ -104,6 +104,10 @@ class FakePerf(types.ModuleType):
     def is_enabled(self):
         return self.enabled
 
+    def warm_up(self):
+        self.calls.append("warm_up")
+        return {}
+
 
 @pytest.fixture
 def fake_perf(monkeypatch):
@@ -118,7 +122,7 @@ def fake_perf(monkeypatch):
 def test_the_fast_path_switches_the_kernels_on_for_the_run_only(fake_perf):
     with milestone.kernel_path(True):
         assert fake_perf.is_enabled()
-    assert not fake_perf.is_enabled() and fake_perf.calls == ["enable", "disable"]
+    assert not fake_perf.is_enabled() and fake_perf.calls == ["enable", "warm_up", "disable"]
 
 
 def test_the_plain_path_switches_them_off_and_back(fake_perf):

@@ -5,12 +5,12 @@
 # %% auto #0
 __all__ = ['Optimizer', 'SGD', 'Adam', 'AdamW', 'clip_grad_norm_', 'lr_at', 'CosineWarmup']
 
-# %% ../../modules/04_training/04_training.ipynb #115da87b
+# %% ../../modules/04_training/04_training.ipynb #3515c459
 import math
 
 import numpy as np
 
-from .tensor import Tensor
+from .tensor import Tensor, kernel
 
 # %% ../../modules/04_training/04_training.ipynb #optimizer-base
 class Optimizer:
@@ -120,6 +120,7 @@ class AdamW(Adam):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
 
+    @kernel("adamw_update")  # module 07 can install a fused version of this update
     def update(self, param, grad, state):
         param *= 1 - self.lr * self.weight_decay
         self.adam_step(param, grad, state)
