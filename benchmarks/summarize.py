@@ -12,7 +12,7 @@ import json
 import statistics
 from pathlib import Path
 
-FIGURES = ("_ms", "_ratio", "_mib", "seconds", "val_loss", "ratio")
+FIGURES = ("_ms", "ratio", "_mib", "seconds", "val_loss")  # the endings of the names of numbers to summarise
 
 
 def _key(result: dict) -> str:

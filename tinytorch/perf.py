@@ -502,15 +502,17 @@ def compiled(fn, parallel: bool = False):
     if numba is None:
         return fn
     options = dict(parallel=parallel, fastmath=False, nogil=True)
+    if parallel:  # numba's disk cache knows a function, not its options: a cached build could be either
+        return numba.njit(**options)(fn)
     try:
         return numba.njit(cache=True, **options)(fn)
     except RuntimeError:  # numba found no writable directory for its cache: compile in every process instead
         return numba.njit(**options)(fn)
 
 
-def _threads() -> int:
-    "How many threads numba would split a parallel loop over (1 without numba)."
-    return 1 if numba is None else numba.get_num_threads()
+def _compilable(*tensors) -> bool:
+    "Whether every argument is a Tensor of one dtype, float32 or float64: the types the loops are compiled for."
+    return _same_float(*tensors) and tensors[0].dtype in (np.float32, np.float64)
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -547,7 +549,7 @@ def _softmax_rows_backward(s, grad, grad_x):
 
 def compiled_softmax(x, dim: int = -1):
     "softmax along the last axis as one compiled loop per row; op 'fast_compiled_softmax'."
-    if not (_same_float(x) and x.ndim >= 1 and x.size and dim in (-1, x.ndim - 1)):
+    if not (_compilable(x) and x.ndim >= 1 and x.size and dim in (-1, x.ndim - 1)):
         return _layers.softmax.plain(x, dim)
     out = np.empty(x.shape, dtype=x.dtype)
     _softmax_rows(_rows(x.data), out.reshape(-1, x.shape[-1]))
@@ -604,7 +606,7 @@ def _layer_norm_rows_backward(grad, xhat, rstd, weight, grad_x, sums):
 # %% ../modules/07_performance/07_performance.ipynb #compiled-layer-norm
 def compiled_layer_norm(x, weight, bias, eps: float = 1e-5):
     "Layer norm over the last axis as one compiled loop per row; op 'fast_compiled_layer_norm'."
-    if not (_same_float(x, weight, bias) and x.ndim >= 1 and x.size and weight.shape == bias.shape == x.shape[-1:]):
+    if not (_compilable(x, weight, bias) and x.ndim >= 1 and x.size and weight.shape == bias.shape == x.shape[-1:]):
         return _layers.layer_norm.plain(x, weight, bias, eps)
     rows = _rows(x.data)
     out, xhat, rstd = np.empty_like(rows), np.empty_like(rows), np.empty(len(rows), dtype=x.dtype)
@@ -615,7 +617,7 @@ def compiled_layer_norm(x, weight, bias, eps: float = 1e-5):
 @register_gradient("fast_compiled_layer_norm")
 def compiled_layer_norm_backward(grad, out, x, weight, bias, xhat, rstd):
     grad_x = np.empty_like(xhat)
-    sums = np.zeros((_threads(), 2, xhat.shape[1]))  # float64 column sums, one pair per part of the rows
+    sums = np.zeros((1, 2, xhat.shape[1]))  # float64 column sums: one part, as the loops run on one thread
     _layer_norm_rows_backward(_rows(np.asarray(grad, dtype=x.dtype)), xhat, rstd, weight.data, grad_x, sums)
     grad_weight, grad_bias = sums.sum(axis=0).astype(x.dtype)
     return grad_x.reshape(x.shape), grad_weight, grad_bias
@@ -635,11 +637,11 @@ def _gelu_backward_loop(x, s, grad, grad_x):
 # %% ../modules/07_performance/07_performance.ipynb #compiled-gelu
 def compiled_gelu(x):
     "GELU (tanh approximation): section 7's numpy forward, and a compiled loop backward; op 'fast_compiled_gelu'."
-    if not (_same_float(x) and x.size):
+    if not (_compilable(x) and x.size):
         return _layers.gelu.plain(x)
     v = _flat(x.data)
     out, s = np.empty_like(v), np.empty_like(v)
-    _gelu_chunk(v, out, s)
+    _map_chunks(lambda c: _gelu_chunk(v[c], out[c], s[c]), v.size)
     return _result(out.reshape(x.shape), "fast_compiled_gelu", (x,), sigmoid_2u=s)
 
 
@@ -672,20 +674,21 @@ def _cross_entropy_rows_backward(z, targets, keep, lse, scale, grad_z):
     "The gradient of the mean loss for each row: (softmax(z) - onehot(target)) · scale, zeros where keep is False."
     for r in prange(z.shape[0]):
         for j in range(z.shape[1]):
-            grad_z[r, j] = np.exp(z[r, j] - lse[r]) * scale if keep[r] else 0.0
-        if keep[r]:
-            grad_z[r, targets[r]] -= scale
+            if keep[r]:
+                p = np.exp(z.dtype.type(z[r, j] - lse[r]))  # the difference in float64, its exp in z's type
+                grad_z[r, j] = (p - 1.0 if j == targets[r] else p) * scale
+            else:
+                grad_z[r, j] = 0.0
 
 
 # %% ../modules/07_performance/07_performance.ipynb #compiled-cross-entropy
 def compiled_cross_entropy(logits, targets, ignore_index=None):
     "Mean cross-entropy from logits as one compiled loop per row; op 'fast_compiled_cross_entropy'."
-    if not (_same_float(logits) and logits.ndim >= 1):
+    if not (_compilable(logits) and logits.ndim >= 1):
         return _losses.cross_entropy.plain(logits, targets, ignore_index)
-    targets, keep = _losses._check_class_targets(logits, targets, ignore_index)
-    z = _rows(logits.data)
+    checked, kept = _losses._check_class_targets(logits, targets, ignore_index)
+    z, targets, keep = _rows(logits.data), checked.reshape(-1).astype(np.int64), kept.reshape(-1)
     lse, losses = np.zeros(len(z)), np.empty(len(z))  # float64: exp(z - lse) keeps every digit of z - lse
-    targets, keep = targets.reshape(-1).astype(np.int64), keep.reshape(-1)
     _cross_entropy_rows(z, targets, keep, lse, losses)
     loss = losses.sum() / np.count_nonzero(keep)
     return _result(np.asarray(loss, dtype=z.dtype), "fast_compiled_cross_entropy", (logits,), targets=targets,
@@ -701,30 +704,35 @@ def compiled_cross_entropy_backward(grad, out, logits, targets, keep, lse):
 
 # %% ../modules/07_performance/07_performance.ipynb #compiled-adamw-loop
 @compiled
-def _adamw_loop(param, grad, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
+def _adamw_loop(param, grad, m, v, lr, beta1, beta2, one_minus_beta1, one_minus_beta2, eps, shrink, correction1,
+                correction2):
     "AdamW's update of the flat arrays param, m and v, in place, from the gradient grad."
-    one = param.dtype.type(1.0)
     for i in prange(param.size):
-        m[i] = beta1 * m[i] + (one - beta1) * grad[i]
-        v[i] = beta2 * v[i] + (one - beta2) * grad[i] * grad[i]
+        m[i] = beta1 * m[i] + one_minus_beta1 * grad[i]
+        v[i] = beta2 * v[i] + one_minus_beta2 * grad[i] * grad[i]
         step = lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)
-        param[i] = param[i] * (one - lr * weight_decay) - step
+        param[i] = param[i] * shrink - step
 
 
 # %% ../modules/07_performance/07_performance.ipynb #compiled-adamw
+def _loopable(param: np.ndarray, *arrays) -> bool:
+    "Whether `param` is a C-contiguous float32 or float64 array, and every other array has its dtype and shape."
+    return (param.dtype in (np.float32, np.float64) and param.flags.c_contiguous
+            and all(a.dtype == param.dtype and a.shape == param.shape for a in arrays))
+
+
 def compiled_adamw_update(optimizer, param: np.ndarray, grad: np.ndarray, state: dict):
     "AdamW's update of one parameter as one compiled loop, keeping the same state as module 04's update."
-    if not (param.flags.c_contiguous and grad.dtype == param.dtype and grad.shape == param.shape
-            and (not state or state["m"].flags.c_contiguous and state["v"].flags.c_contiguous)):
+    buffers = [state["m"], state["v"]] if state else []
+    if not (_loopable(param, grad, *buffers) and all(b.flags.c_contiguous for b in buffers)):
         return _optim.AdamW.update.plain(optimizer, param, grad, state)
     if not state:
         state.update(step=0, m=np.zeros_like(param), v=np.zeros_like(param))
     state["step"] += 1
-    beta1, beta2 = optimizer.betas
-    numbers = [optimizer.lr, beta1, beta2, optimizer.eps, optimizer.weight_decay, 1 - beta1 ** state["step"],
-               1 - beta2 ** state["step"]]
-    _adamw_loop(param.reshape(-1), _flat(grad), state["m"].reshape(-1), state["v"].reshape(-1),
-                *map(param.dtype.type, numbers))  # in float32 for float32 parameters, as numpy computes module 04's
+    (beta1, beta2), t, number = optimizer.betas, state["step"], param.dtype.type  # numbers in the parameter's type
+    _adamw_loop(param.reshape(-1), _flat(grad), state["m"].reshape(-1), state["v"].reshape(-1), number(optimizer.lr),
+                number(beta1), number(beta2), number(1 - beta1), number(1 - beta2), number(optimizer.eps),
+                number(1 - optimizer.lr * optimizer.weight_decay), number(1 - beta1 ** t), number(1 - beta2 ** t))
 
 # %% ../modules/07_performance/07_performance.ipynb #warm-up
 def _tiny_calls(dtype) -> dict:
@@ -767,7 +775,6 @@ COMPILED_KERNELS = {
     "softmax": compiled_softmax,
     "layer_norm": compiled_layer_norm,
     "gelu": compiled_gelu,
-    "cross_entropy": compiled_cross_entropy,
     "adamw_update": compiled_adamw_update,
 }
 FAST_KERNELS = NUMPY_KERNELS | (COMPILED_KERNELS if numba is not None else {})

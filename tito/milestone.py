@@ -135,6 +135,8 @@ def kernel_path(fast: bool):
     "Module 07's fast kernels on (`fast`) or off inside the `with` block, as they were after it."
     perf = _perf() if fast else sys.modules.get(PERF)  # never imported: the kernels cannot be on
     if perf is None or perf.is_enabled() == fast:
+        if fast:
+            perf.warm_up()
         yield
         return
     switch, restore = (perf.enable, perf.disable) if fast else (perf.disable, perf.enable)
