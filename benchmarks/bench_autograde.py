@@ -26,7 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tito.course import Workspace  # noqa: E402
-from tito.grading import autograde, collect, generate  # noqa: E402
+from tito.grading.autograde import autograde  # noqa: E402
+from tito.grading.collect import collect  # noqa: E402
+from tito.grading.generate import generate  # noqa: E402
 
 
 def _bugs(number: str) -> list:

@@ -31,7 +31,7 @@ from tito.notebooks import (Header, default_exp, exported_files, is_exported, mo
 from tito.testing import Checks, Outcome, run_notebook_checks, run_test_suite
 
 PLUGINS = {  # command name: (module, attribute) that other parts of the course provide
-    "nbgrader": ("tito.grading", "nbgrader_app"),
+    "nbgrader": ("tito.grading.commands", "nbgrader_app"),
     "student": ("tito.student", "student_app"),
     "milestone": ("tito.milestone", "milestone_app"),
     "fetch": ("tito.exchange", "fetch_command"),  # students, with nbgrader's exchange (JupyterHub)

@@ -22,7 +22,8 @@ from typing import Optional
 import typer
 
 from tito.course import MODULE_FOLDER, Module, TitoError, Workspace
-from tito.grading import _logger, course_id, exchange_folder, nbgrader_config, valid_student_id
+from tito.grading.collect import valid_student_id
+from tito.grading.setup import _logger, course_id, exchange_folder, nbgrader_config
 
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".*")
 

@@ -136,7 +136,7 @@ def init_student_workspace(ws: Workspace, dest: Path, *, generate=None) -> list[
         raise TitoError(f"no modules in {ws.rel(ws.modules_dir)}/")
     if stale := stale_releases(ws):
         if generate is None:
-            from tito.grading import generate  # nbgrader: only when there is a release to make
+            from tito.grading.generate import generate  # nbgrader: only when there is a release to make
         generate(ws, stale)
 
     # Build it beside `dest` and rename at the end, so a failure leaves no half-made workspace.

@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import json
 import tempfile
 import threading
 import time
@@ -400,3 +401,168 @@ def exit_reason(returncode: Optional[int], sandboxed: bool, limits: Limits) -> s
         except ValueError:
             return f"the kernel was killed by signal {sig}"
     return f"the kernel exited (status {returncode})"
+
+
+# --- the answer process ------------------------------------------------------------------------------------------
+ANSWER_FILES = ("answer.py", "probes.py")  # tito/grading/..., copied beside the request: the sandbox cannot see tito
+KEPT_OUTPUT = 16 * 1024  # bytes of what the answer process prints that tito keeps (the rest is counted, not kept)
+RESULT_MB = 8  # the most one tape's results may take on disk; larger is not read (the check fails)
+OUTPUT_MB = 64  # the most all the files the answer process writes for tito may take (beyond: stopped, `flood`)
+STATUS_BYTES = 64 * 1024
+POLL = 0.2  # seconds between looks at a running answer process
+
+
+@dataclass
+class AnswerRun:
+    """What the answer process left for the judge: results per tape (index -> list), how far its set-up got, and
+    what tito itself saw: tapes stopped (index -> why), the bytes it printed (not kept), the runs it took."""
+    results: dict
+    status: dict
+    stopped: dict
+    printed: int = 0
+    runs: int = 0
+    flood: str = ""
+
+
+class _Drain(threading.Thread):
+    "Read a pipe to its end, keeping its first KEPT_OUTPUT bytes: a flood costs tito no memory."
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.kept, self.count = pipe, bytearray(), 0
+        self.start()
+
+    def run(self):
+        while chunk := self.pipe.read(65536):
+            self.count += len(chunk)
+            if len(self.kept) < KEPT_OUTPUT:
+                self.kept += chunk[:KEPT_OUTPUT - len(self.kept)]
+
+
+def _read_json(path: Path, most: int):
+    "A JSON file the answer process wrote, or None when it is missing, too large or not JSON."
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > most:
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
+        return None
+
+
+def _answer_bundle(folder: Path, request: dict, notebook: Optional[Path]):
+    "The read-only files of an answer run: the script and what it imports, the request, the notebook."
+    here = Path(__file__).resolve().parent
+    folder.mkdir(parents=True)
+    for name in ANSWER_FILES:
+        shutil.copyfile(here / name, folder / name)
+    shutil.copyfile(here.parent / "nbdev_procs.py", folder / "nbdev_procs.py")
+    if notebook is not None:
+        shutil.copyfile(notebook, folder / "submission.ipynb")
+    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    for p in [folder, *folder.iterdir()]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: Limits, probe_timeout: int, *,
+               box: Optional[Sandbox] = None, notebook: Optional[Path] = None, library: Optional[Path] = None,
+               path: Optional[Path] = None) -> AnswerRun:
+    """Have the student's code answer `tapes`: the submitted `notebook` exported beside the package copy `library`
+    and imported, in the sandbox `box` (or, trusted code only, without one); or the package under `path` imported
+    as it is (the course's own answers; a student's own `tito module complete`). A tape that runs over `probe_timeout` seconds, or whose process dies, is stopped and the
+    process started again for the tapes after it. Output files are read as data, with size caps."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    bundle, out = scratch / "bundle", scratch / "out"
+    if box is not None:
+        request = {"package": package, "modules": modules, "tapes": tapes, "path": "/tmp/answer",
+                   "library": LIBRARY if box.library is not None else None,
+                   "notebook": f"{HOME}/submission.ipynb" if notebook is not None else None}
+    elif notebook is not None:
+        request = {"package": package, "modules": modules, "tapes": tapes, "path": str(scratch / "work"),
+                   "library": str(library) if library else None, "notebook": str(bundle / "submission.ipynb")}
+    else:
+        request = {"package": package, "modules": modules, "tapes": tapes, "path": str(path)}
+    run = AnswerRun({}, {}, {})
+    deadline = time.monotonic() + limits.wall_time
+    while True:
+        request["skip"] = sorted(set(run.results) | set(run.stopped))
+        if len(request["skip"]) >= len(tapes) and tapes:
+            break
+        for folder in (bundle, out, scratch / "work"):
+            shutil.rmtree(folder, ignore_errors=True)
+        _answer_bundle(bundle, request, notebook)
+        out.mkdir()
+        out.chmod(0o777)
+        status = _one_answer_run(run, box, bundle, out, limits, probe_timeout, deadline)
+        run.runs += 1
+        new = {i for i in range(len(tapes)) if i not in request["skip"] and (out / f"result-{i}.json").exists()}
+        for i in new:
+            data = _read_json(out / f"result-{i}.json", RESULT_MB * 2**20)
+            run.results[i] = data if isinstance(data, list) else None
+        run.status = _read_json(out / "status.json", STATUS_BYTES) or {}
+        if run.status.get("stage") not in ("imported", "done"):
+            break  # the export or the import failed: every tape fails alike
+        started = [i for i in range(len(tapes)) if i not in request["skip"] and i not in new
+                   and (out / f"started-{i}").exists()]
+        if status and started:
+            run.stopped[started[-1]] = status
+        elif started:
+            run.stopped[started[-1]] = "the answer process ended while this check ran"
+        if run.flood or not started or time.monotonic() > deadline:
+            for i in range(len(tapes)):
+                if i not in run.results and i not in run.stopped:
+                    run.stopped[i] = status or "did not run (the answer process ended early)"
+            break
+    return run
+
+
+def _one_answer_run(run: AnswerRun, box: Optional[Sandbox], bundle: Path, out: Path, limits: Limits,
+                    probe_timeout: int, deadline: float) -> str:
+    "Run the answer process once; '' when it ended by itself, else why tito stopped it (or how it died)."
+    argv = [sys.executable, f"{HOME}/answer.py" if box else str(bundle / "answer.py"),
+            f"{HOME}/request.json" if box else str(bundle / "request.json"), str(out)]
+    cmd = box.command(argv, home=bundle, runtime=out) if box else limits_prefix(limits) + argv
+    env = None if box else {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            cwd=str(bundle), env=env, start_new_session=True)
+    drain = _Drain(proc.stdout)
+    watch = Watchdog(proc.pid, limits, out)
+    watch.limits = Limits(max(1, int(deadline - time.monotonic())), limits.cpu_time, limits.memory_mb,
+                          limits.processes, OUTPUT_MB)
+    started_at: dict = {}
+    why = ""
+    try:
+        while proc.poll() is None:
+            time.sleep(POLL)
+            now = time.monotonic()
+            why = watch.over_limit(now - (deadline - watch.limits.wall_time))
+            if not why:
+                for marker in out.glob("started-*"):
+                    index = marker.name.split("-", 1)[1]
+                    started_at.setdefault(index, now)
+                    if not (out / f"result-{index}.json").exists() and now - started_at[index] > probe_timeout:
+                        why = f"timed out (a check ran over {probe_timeout} s)"
+            if why:
+                _kill_group(proc)
+                if "runtime folder" in why:
+                    run.flood = why = f"flood: wrote more than {OUTPUT_MB} MB of answers"
+                break
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+            proc.wait()
+        drain.join(timeout=5)
+        run.printed += drain.count
+    if why:
+        return why
+    if proc.returncode:
+        return exit_reason(proc.returncode, box is not None, limits).replace("the kernel", "the answer process")
+    return ""
+
+
+def _kill_group(proc: subprocess.Popen):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,62 @@
+"""`tito nbgrader feedback`: an HTML page per student, made by nbgrader from the autograded notebook.
+
+The graded cells' outputs there are the judge's verdicts (hidden checks are named, never shown); nbgrader 0.9.6 also
+puts the hidden checks' code back into the graded cells, and `HideHiddenTests` takes it out again."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from nbgrader.preprocessors import NbGraderPreprocessor  # enabled by default, unlike nbconvert's Preprocessor
+
+from tito.course import Module, TitoError, Workspace
+
+BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
+def hidden_lines(source: str) -> set:
+    "1-based numbers of the lines of `source` inside (and on) the hidden-test markers."
+    hidden, inside = set(), False
+    for number, line in enumerate(source.split("\n"), 1):
+        if BEGIN_HIDDEN in line:
+            inside = True
+        if inside:
+            hidden.add(number)
+        if END_HIDDEN in line:
+            inside = False
+    return hidden
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    "Feedback shows a student what the release showed: a graded cell's hidden-check region is removed."
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and BEGIN_HIDDEN in cell.source:
+            hidden = hidden_lines(cell.source)
+            cell.source = "\n".join(line for n, line in enumerate(cell.source.split("\n"), 1) if n not in hidden)
+        return cell, resources
+
+
+def feedback(ws: Workspace, mod: Module, students: Optional[list[str]] = None, verbose: bool = False) -> list[Path]:
+    """nbgrader generate_feedback for the autograded submissions of `mod`; returns the HTML files. A student whose page
+    cannot be made does not stop the others: every such student is named in one error at the end."""
+    from tito.grading.setup import _dir, _error_line, _students, nbgrader_api
+
+    done = _students(ws, "autograded", mod)
+    students = list(students) if students else done
+    missing = sorted(set(students) - set(done))
+    if not students or missing:
+        raise TitoError(f"nothing autograded for {mod.name}{' from ' + ', '.join(missing) if missing else ''}: "
+                        f"run `tito nbgrader autograde {mod.number}` first")
+    out, failed = [], []
+    with nbgrader_api(ws, verbose=verbose) as api:
+        for sid in students:
+            result = api.generate_feedback(mod.name, sid, force=True)
+            if not result["success"]:
+                failed.append(f"{sid} ({_error_line(result)})")
+                continue
+            out += sorted((_dir(ws, "feedback") / sid / mod.name).glob("*.html"))
+    if failed:
+        raise TitoError(f"nbgrader could not make feedback for {len(failed)} of {len(students)} students: "
+                        f"{'; '.join(failed)} (the other pages were written)")
+    return out

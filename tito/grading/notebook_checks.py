@@ -1,0 +1,60 @@
+"""The checks of a graded cell, run in the student's own notebook while they work (a teaching aid, not a grade).
+
+`with checks(...)` in a notebook replays the cell's tape on the notebook's own names and compares the answers with
+the course's answers to the visible checks, shipped beside the release notebook (`NN_topic.expected.json`). The
+words are the judge's. A grade never comes from here: graders run the same checks, hidden ones too, on the
+exported code in a separate process (tito.grading.judge).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import types
+from pathlib import Path
+
+from tito.grading.judge import EXPECTED_SUFFIX, compare, compare_raises, show
+from tito.grading.probes import replay
+
+
+class CheckFailed(AssertionError):
+    "A graded cell's checks failed in the notebook; the message says which, what was expected and what came back."
+
+
+def _expected(exercise: str, digest: str):
+    "The shipped answers for this block, or None (an instructor's notebook has none; a changed cell matches none)."
+    for path in sorted(Path.cwd().glob(f"*{EXPECTED_SUFFIX}")):
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for entry in cells.values():
+            if entry.get("exercise") == exercise:
+                return entry["results"] if entry.get("tape") == digest else "changed"
+    return None
+
+
+def run_in_notebook(block, namespace: dict):
+    "Replay the block on the notebook's names; print a line when every check passes, else raise CheckFailed."
+    tape = block.tape.as_json()
+    results = replay(tape, types.SimpleNamespace(**namespace))
+    digest = hashlib.sha256(json.dumps(tape, sort_keys=True).encode()).hexdigest()[:16]
+    expected = _expected(block.exercise, digest)
+    failures = []
+    for i, (check, got) in enumerate(zip(block.tape.checks, results)):
+        if check["kind"] == "raises":
+            why = compare_raises(got, check["options"])
+        elif isinstance(expected, list):
+            why = compare(expected[i], got, check["options"])
+        else:
+            why = f"it {show(got)}" if isinstance(got, dict) and ("$raised" in got or "$missing" in got) else None
+        if why:
+            failures.append(f"check {check['name']!r}: {why}")
+    if failures:
+        raise CheckFailed(f"`{block.exercise}`: {len(failures)} of {len(results)} checks failed:\n  " +
+                          "\n  ".join(failures))
+    if expected == "changed":
+        print(f"`{block.exercise}`: this graded cell differs from the release; put the original back to compare")
+    elif expected is None:
+        print(f"`{block.exercise}`: {len(results)} checks ran (no course answers beside this notebook to compare with)")
+    else:
+        print(f"`{block.exercise}`: all {len(results)} checks passed")
