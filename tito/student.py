@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from tito import progress
-from tito.course import Workspace
+from tito.course import TitoError, Workspace
 from tito.workspace import init_student_workspace, reset_module
 
 student_app = typer.Typer(help="Student workspaces: make one from the course's nbgrader release.",
@@ -14,9 +15,27 @@ student_app = typer.Typer(help="Student workspaces: make one from the course's n
 
 
 @student_app.command("init")
-def student_init(directory: Path = typer.Argument(..., help="New folder for the student workspace.")):
+def student_init(directory: Path = typer.Argument(..., help="New folder for the student workspace."),
+                 modules: Optional[str] = typer.Option(None, "--modules", help=(
+                     "Only these modules, e.g. 01,02 (the others come later with `tito fetch`).")),
+                 released: bool = typer.Option(False, "--released", help=(
+                     "Only the modules released to the nbgrader exchange so far (`tito nbgrader release NN`)."))):
     "Make a student workspace: the release notebooks, the module tests, tito, and an empty tinytorch package."
-    modules = init_student_workspace(Workspace.find(), directory)
+    ws = Workspace.find()
+    if modules and released:
+        raise TitoError("choose --modules or --released, not both")
+    only = None
+    if modules:
+        only = [ws.module(m.strip()) for m in modules.split(",") if m.strip()]
+    elif released:
+        from tito.grading.setup import course_id, exchange_folder
+
+        outbound = exchange_folder(ws) / course_id(ws) / "outbound"
+        only = [m for m in ws.modules() if (outbound / m.name).is_dir()]
+        if not only:
+            raise TitoError(f"no module has been released to the exchange ({outbound}) yet: "
+                            "`tito nbgrader release NN` first")
+    modules = init_student_workspace(ws, directory, only=only, progress=typer.echo)
     typer.echo(f"student workspace ready in {directory}: {', '.join(m.name for m in modules)}")
     typer.echo(f'next: cd {directory} && python3 -m venv .venv && .venv/bin/pip install -e ".[dev]"')
 

@@ -292,12 +292,38 @@ def run_notebook_checks(ws: Workspace, module: Module) -> Checks:
             raise TitoError(f"{ws.rel(module.notebook)} could not be run: {type(e).__name__}: "
                             f"{one_line(str(e))} {last_line(log)}".rstrip()) from None
     exercises = {c.execution_count: grade_id(c) for c in run.cells if c.cell_type == "code" and is_exercise(c)}
-    graded = [_cell_outcome(run, i, exercises, stopped, ws.cell_timeout) for i, cell in enumerate(run.cells)
-              if cell.cell_type == "code" and is_graded(cell)]
-    # The notebook must also run top to bottom: an error in any other cell (a demo, a plot) is a failure too.
+    # The verdicts of the graded cells are the judge's (run_judged_checks); the notebook must also run top to bottom:
+    # an error in any other cell (a demo, a plot), or a cell that stopped the run, is a failure too.
     others = [_cell_outcome(run, i, exercises, stopped, ws.cell_timeout) for i, cell in enumerate(run.cells)
-              if cell.cell_type == "code" and not is_graded(cell) and (stopped is None or i <= stopped.index)]
-    return Checks(graded + [o for o in others if o.status != "passed"])
+              if cell.cell_type == "code" and (not is_graded(cell) or (stopped and i == stopped.index))
+              and (stopped is None or i <= stopped.index)]
+    return Checks([o for o in others if o.status != "passed"])
+
+
+def run_judged_checks(ws: Workspace, module: Module) -> Checks:
+    """The graded cells' verdicts, as autograding decides them: the package answers every visible check in a
+    process of its own, and the judge compares the answers with the course's. In a student workspace the course's
+    answers ship beside the release notebook; in the course repository they come from the course's own package."""
+    from tito.grading import judge
+    from tito.grading.sandbox import Limits, run_answer
+
+    limits = Limits.of(ws)
+    with tempfile.TemporaryDirectory(prefix="tito-judge-") as tmp:
+        if ws.is_student:
+            release = ws.released(module).notebook
+            probes = judge.read_probes(ws, module, release)
+            expected = judge.read_expected(judge.expected_file(release), probes)
+        else:
+            probes = judge.read_probes(ws, module)
+            expected = judge.course_answers(ws, probes, Path(tmp) / "course", limits, ws.cell_timeout)
+        answers = run_answer([c.tape for c in probes.cells], probes.modules, probes.package, Path(tmp) / "answers",
+                             limits, ws.cell_timeout, path=ws.lib_dir.parent)
+    outcomes = []
+    for v in judge.judge(probes, expected, answers):
+        reason = v.message()
+        outcomes.append(Outcome(v.title, "passed" if v.passed else "failed", reason,
+                                exercise=v.title if not v.passed else "", detail=reason))
+    return Checks(outcomes)
 
 
 def _cell_outcome(nb, index: int, exercises: dict, stopped: Stopped | None, timeout: int) -> Outcome:

@@ -117,26 +117,33 @@ def _fill_workspace(ws: Workspace, dest: Path, modules: list[Module]):
 
 def stale_releases(ws: Workspace) -> list[Module]:
     "Modules whose release notebook is missing or older than the source notebook (nbgrader must generate them)."
+    from tito.grading.judge import expected_file
+
     return [m for m in ws.modules() if not ws.released(m).notebook.is_file()
-            or ws.released(m).notebook.stat().st_mtime < m.notebook.stat().st_mtime]
+            or ws.released(m).notebook.stat().st_mtime < m.notebook.stat().st_mtime
+            or not expected_file(ws.released(m).notebook).is_file()]
 
 
-def init_student_workspace(ws: Workspace, dest: Path, *, generate=None) -> list[Module]:
-    """Make a student workspace at `dest` from the course repository `ws`; the released modules.
+def init_student_workspace(ws: Workspace, dest: Path, *, generate=None, only: Optional[list[Module]] = None,
+                           progress=None) -> list[Module]:
+    """Make a student workspace at `dest` from the course repository `ws`; the released modules (all of them, or
+    `only` these: the rest come later through `tito fetch`).
 
     Modules whose release notebook is missing or older than the source notebook are generated first, with
-    `generate(ws, modules)` (default: `tito.grading.generate`, i.e. nbgrader)."""
+    `generate(ws, modules)` (default: `tito.grading.generate`, i.e. nbgrader); `progress(message)` hears of it."""
     dest = Path(dest).expanduser().resolve()
     if ws.is_student:
         raise TitoError(f"{ws.root} is a student workspace; run `tito student init` in the course repository")
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise TitoError(f"{dest} already exists and is not empty; choose a new folder")
-    modules = ws.modules()
+    modules = ws.modules() if only is None else list(only)
     if not modules:
         raise TitoError(f"no modules in {ws.rel(ws.modules_dir)}/")
-    if stale := stale_releases(ws):
+    if stale := [m for m in stale_releases(ws) if m in modules]:
         if generate is None:
             from tito.grading.generate import generate  # nbgrader: only when there is a release to make
+        if progress:
+            progress(f"generating the student version of {', '.join(m.name for m in stale)} with nbgrader")
         generate(ws, stale)
 
     # Build it beside `dest` and rename at the end, so a failure leaves no half-made workspace.

@@ -150,9 +150,30 @@ def collect_from_exchange(ws: Workspace, mod: Module, verbose: bool = False) -> 
     for sid in students:
         after = _timestamp(target(sid))
         status = "new" if before[sid] is None else "unchanged" if after == before[sid] else "updated"
+        if left := _keep_only_the_notebook(target(sid), mod):
+            status += f" (left out {len(left)} other file(s): {', '.join(left[:5])}{' ...' if len(left) > 5 else ''})"
         if not (target(sid) / mod.notebook.name).is_file():
             status += f" (no {mod.notebook.name} in it: it will score 0)"
         out.append(Collected(sid, None, target(sid) / mod.notebook.name, f"{status}, submitted {after}"))
     return out
 
 
+
+
+def _keep_only_the_notebook(folder: Path, mod: Module) -> list[str]:
+    """Remove from a collected submission everything but the module's notebook (and nbgrader's timestamp): the
+    judge uses the notebook alone, and a file beside it must never reach an import path. The names removed."""
+    import shutil
+
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for item in sorted(folder.iterdir()):
+        if item.name in (mod.notebook.name, "timestamp.txt"):
+            continue
+        removed.append(item.name)
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink()
+    return removed
