@@ -321,8 +321,7 @@ def run_judged_checks(ws: Workspace, module: Module) -> Checks:
     outcomes = []
     for v in judge.judge(probes, expected, answers):
         reason = v.message()
-        outcomes.append(Outcome(v.title, "passed" if v.passed else "failed", reason,
-                                exercise=v.title if not v.passed else "", detail=reason))
+        outcomes.append(Outcome(v.title, "passed" if v.passed else "failed", reason, detail=reason))
     return Checks(outcomes)
 
 

@@ -12,6 +12,7 @@ import nbformat
 from tito.course import Module, TitoError, Workspace
 from tito.grading.setup import _dir, _error_line, course_id, exchange_folder, nbgrader_api
 
+MAX_NOTEBOOK_MB = 16  # a submitted notebook larger than this is not collected (its outputs do not count anyway)
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
 
 
@@ -69,6 +70,9 @@ def examine(path: Path, mod: Module) -> list[Collected]:
         elif entry.student in entries:
             entries.pop(entry.student)
             entry = Collected(entry.student, None, status=f"{entry.student!r} handed in twice (a folder and a file)")
+        elif entry.source is not None and entry.source.stat().st_size > MAX_NOTEBOOK_MB * 2**20:
+            entry = Collected(entry.student, None, status=f"{shown} is over {MAX_NOTEBOOK_MB} MB "
+                                                          "(clear its outputs and hand it in again)")
         elif entry.source is not None:
             try:
                 nbformat.read(entry.source, as_version=4)
@@ -169,7 +173,10 @@ def _keep_only_the_notebook(folder: Path, mod: Module) -> list[str]:
     if not folder.is_dir():
         return removed
     for item in sorted(folder.iterdir()):
-        if item.name in (mod.notebook.name, "timestamp.txt"):
+        if item.name == "timestamp.txt":
+            continue
+        if item.name == mod.notebook.name and item.is_file() and not item.is_symlink() \
+                and item.stat().st_size <= MAX_NOTEBOOK_MB * 2**20:
             continue
         removed.append(item.name)
         if item.is_dir() and not item.is_symlink():

@@ -398,6 +398,8 @@ def judge(probes: Probes, expected: list, answers, visible_only: bool = False) -
                     v.failures.append(f"hidden check {hidden_number} failed: {what}")
                 else:
                     v.failures.append(f"check {check['name']!r}: {why}")
+                if _kind(got) == "$raised" and "MemoryError" in got["$raised"] and not v.reason:
+                    v.reason = "hit the memory limit (a check raised MemoryError)"
         if v.passed:
             v.points = cell.points
         verdicts.append(v)

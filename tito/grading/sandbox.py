@@ -19,13 +19,13 @@ process id), so the process limit holds (the kernel ignores RLIMIT_NPROC for roo
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
-import json
 import tempfile
 import threading
 import time
@@ -409,6 +409,7 @@ KEPT_OUTPUT = 16 * 1024  # bytes of what the answer process prints that tito kee
 RESULT_MB = 8  # the most one tape's results may take on disk; larger is not read (the check fails)
 OUTPUT_MB = 64  # the most all the files the answer process writes for tito may take (beyond: stopped, `flood`)
 STATUS_BYTES = 64 * 1024
+FLOOD_PRINTED = 16 * 2**20  # bytes printed that make a stopped answer process a flood rather than a time-out
 POLL = 0.2  # seconds between looks at a running answer process
 
 
@@ -442,9 +443,11 @@ class _Drain(threading.Thread):
 def _read_json(path: Path, most: int):
     "A JSON file the answer process wrote, or None when it is missing, too large or not JSON."
     try:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size > most:
+        if not path.is_file() or path.is_symlink():
             return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            data = f.read(most + 1)
+        return json.loads(data.decode("utf-8")) if len(data) <= most else None
     except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         return None
 
@@ -500,6 +503,11 @@ def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: 
             run.results[i] = data if isinstance(data, list) else None
         run.status = _read_json(out / "status.json", STATUS_BYTES) or {}
         if run.status.get("stage") not in ("imported", "done"):
+            if run.status.get("stage") in (None, "exported"):  # the process ended while exporting or importing
+                ended = status or "the answer process exited"
+                for i in range(len(tapes)):
+                    run.stopped.setdefault(i, f"{ended} before its checks ran (while the notebook was "
+                                              f"{'imported' if run.status.get('stage') else 'exported'})")
             break  # the export or the import failed: every tape fails alike
         started = [i for i in range(len(tapes)) if i not in request["skip"] and i not in new
                    and (out / f"started-{i}").exists()]
@@ -546,6 +554,8 @@ def _one_answer_run(run: AnswerRun, box: Optional[Sandbox], bundle: Path, out: P
                 _kill_group(proc)
                 if "runtime folder" in why:
                     run.flood = why = f"flood: wrote more than {OUTPUT_MB} MB of answers"
+                elif drain.count > FLOOD_PRINTED:
+                    run.flood = why = f"flood: printed {drain.count / 2**20:.0f} MB, then {why}"
                 break
         proc.wait()
     finally:
