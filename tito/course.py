@@ -15,6 +15,7 @@ STUDENT = "student"  # settings.ini [workspace] kind of a workspace made by `tit
 MODULE_FOLDER = re.compile(r"^(\d{2})_(\w+)$")  # modules/NN_topic/
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # terminal colours in tool output
 LINE_WIDTH = 160
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # set for the kernels and tests tito runs
 
 
 class TitoError(Exception):
@@ -172,6 +173,8 @@ def tool_env(pythonpath: Path | None = None) -> dict[str, str]:
     "os.environ for a subprocess: this Python's bin folder first on PATH, and `pythonpath` first on PYTHONPATH."
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    for name in BLAS_THREADS:  # BLAS's spinning threads oversubscribe a small, busy machine; the user's choice wins
+        env.setdefault(name, "1")
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     return env

@@ -38,6 +38,8 @@ NOT_DONE = "NotImplementedError"
 TRACEBACK_FRAME = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)  # a frame of a pytest traceback
 KERNEL_CELL = re.compile(r"Cell In\[(\d+)\], line \d+")  # IPython's traceback frames
 REASON_WIDTH = 400  # characters of a one-line reason: enough for the values a check compared
+SLOW_HINT = ("; if the cell is right but the machine is busy or slow, close other programs or raise settings.ini "
+             "[limits] cell_timeout")
 KILL_GRACE = 5  # seconds a cell has to stop after its time-limit interrupt, before tito kills the kernel
 # Run in the kernel before the notebook: pytest's assertion rewriting, so that a failing `assert` in a graded cell
 # says which values it compared instead of a bare AssertionError. Pass or fail is unchanged.
@@ -342,7 +344,7 @@ def _cell_outcome(nb, index: int, exercises: dict, stopped: Stopped | None, time
         gid = next((exercises[n] for n in reversed(counts) if n in exercises), None)
         return Outcome(name, "failed", not_done(gid), detail=detail)
     if error.ename == "KeyboardInterrupt":
-        return Outcome(name, "failed", f"interrupted after cell_timeout ({timeout} s)", detail=detail)
+        return Outcome(name, "failed", f"interrupted after cell_timeout ({timeout} s){SLOW_HINT}", detail=detail)
     reason = failure_reason(error.evalue) if error.ename == "AssertionError" else \
         failure_reason(f"{error.ename}: {error.evalue}")
     return Outcome(name, "failed", reason or error.ename, detail=detail)
@@ -462,7 +464,7 @@ class _Runner:
                 await client.km.interrupt_kernel()
             elif elapsed > self.timeout + KILL_GRACE:
                 self.stopped = Stopped(index, f"ran over cell_timeout ({self.timeout} s) and ignored the "
-                                              "interrupt, so tito stopped the kernel")
+                                              f"interrupt, so tito stopped the kernel{SLOW_HINT}")
                 self.kill_kernel()
                 return  # nbclient sees the dead kernel within a second: DeadKernelError
 
