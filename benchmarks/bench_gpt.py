@@ -15,7 +15,7 @@ each in its own process, the processes taking turns in blocks (turns.py).
 
     python benchmarks/bench_gpt.py                   # the step benchmark
     python benchmarks/bench_gpt.py --profile         # plus a cProfile of tinytorch steps: what dominates
-    python benchmarks/bench_gpt.py --e2e --text /work/shared/data/tinyshakespeare.txt
+    python benchmarks/bench_gpt.py --e2e --text input.txt      # any UTF-8 text, e.g. tiny Shakespeare
 
 `run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf (module 07) the fast path is
 reported as not exported; without PyTorch, tinytorch is measured alone.
