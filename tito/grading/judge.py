@@ -108,6 +108,8 @@ def read_probes(ws: Workspace, module: Module, notebook: Optional[Path] = None) 
         block = blocks[0]
         if block.exercise not in titles:
             raise TitoError(f"{where} checks `{block.exercise}`, which is not an exercise of this notebook")
+        if any(c.exercise == block.exercise for c in cells):
+            raise TitoError(f"{where} checks `{block.exercise}` again: one graded cell per exercise (merge them)")
         if unknown := [a for a in block.after if a not in titles]:
             raise TitoError(f"{where}: after= names {', '.join(unknown)}, not exercises of this notebook")
         if not block.tape.checks:
