@@ -27,6 +27,7 @@ import numpy as np
 
 NAMESPACE, NUMPY = 0, 1  # the two roots of every tape: the module under test, and numpy
 MAX_TEXT = 2000  # characters kept of a string or an exception message the student's code returns
+MAX_STEP_TEXT = 120  # characters of a step's description (what a failure message quotes)
 MAX_ITEMS = 10_000  # items kept of a list, tuple or dict the student's code returns
 MAX_ELEMENTS = 1_000_000  # elements of an array the student's code returns (beyond: its shape and dtype only)
 OPERATORS = {  # Python's operators, by the name a tape uses: (function, method name)
@@ -168,6 +169,7 @@ class Tape:
             self.record(["get", ref, self.encode(operands[0]), operands[1]])
         else:  # item
             self.record(["item", ref, self.encode(operands[0]), self.encode(operands[1])])
+        text = text if len(text) <= MAX_STEP_TEXT else text[:MAX_STEP_TEXT - 3] + "..."  # long chains stay linear
         self._blocks[-1][-1].append(text)
         return Sym(self, ref, text)
 
