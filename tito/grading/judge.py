@@ -175,7 +175,7 @@ def _error_name(value: dict) -> str:
 
 def compare(expected, received, options: dict) -> Optional[str]:
     "None when `received` answers the check as `expected` does; else what was wrong, in words, with values."
-    if "expect" in options:
+    if "expect" in options and _kind(received) not in ("$raised", "$missing"):
         try:
             said = options["expect"](_plain(received), _plain(expected))
         except Exception as e:  # noqa: BLE001 - a received value the check cannot read is a wrong answer
@@ -375,9 +375,11 @@ def judge(probes: Probes, expected: list, answers, visible_only: bool = False) -
         v = Verdict(cell.grade_id, cell.exercise, cell.title, 0.0, cell.points)
         results = answers.results.get(index)
         if setup in ("export failed",) or (setup or "").startswith("import of"):
-            error = answers.status.get("error", {})
-            v.reason = f"the notebook could not be {'exported' if setup == 'export failed' else 'imported'} " \
-                       f"({show(error) if error else 'no detail'})"
+            try:
+                detail = show(answers.status["error"]) if answers.status.get("error") else "no detail"
+            except Exception:  # noqa: BLE001 - status.json is written in the student's process: it may be forged
+                detail = "no readable detail"
+            v.reason = f"the notebook could not be {'exported' if setup == 'export failed' else 'imported'} ({detail})"
         elif results is None or len(results) != len(cell.checks):
             v.reason = answers.stopped.get(index) or ("its answers could not be read" if index in answers.results
                                                       else "did not run")
@@ -388,8 +390,11 @@ def judge(probes: Probes, expected: list, answers, visible_only: bool = False) -
                     hidden_number += 1
                     if visible_only:
                         continue
-                why = compare_raises(got, check["options"]) if check["kind"] == "raises" else \
-                    compare(exp, got, check["options"])
+                try:
+                    why = compare_raises(got, check["options"]) if check["kind"] == "raises" else \
+                        compare(exp, got, check["options"])
+                except Exception:  # noqa: BLE001 - not the data answer.py writes: the student's process forged it
+                    why, got = "its answer is not readable data", None
                 if why is None:
                     continue
                 if _kind(got) == "$raised" and _error_name(got) == "NotImplementedError":
