@@ -40,6 +40,18 @@ def verdict_output(verdict: judge.Verdict) -> list:
     return [NotebookNode(output_type="error", ename=ename, evalue=text, traceback=[f"{ename}: {text}"])]
 
 
+def _without_hidden_tests(nb):
+    "A copy of `nb` without the hidden-test regions that nbgrader's OverwriteCells put back into its graded cells."
+    from tito.grading.feedback import BEGIN_HIDDEN, hidden_lines
+
+    out = nbformat.from_dict(nb)
+    for cell in out.cells:
+        if cell.cell_type == "code" and BEGIN_HIDDEN in cell.source:
+            hidden = hidden_lines(cell.source)
+            cell.source = "\n".join(line for n, line in enumerate(cell.source.split("\n"), 1) if n not in hidden)
+    return out
+
+
 class JudgeCells(NbGraderPreprocessor):
     "In nbgrader's autograde, instead of running the notebook: the judge's verdicts as the graded cells' outputs."
     grading = Any(None, help="The tito.grading.setup.Grading of this autograde run.").tag(config=True)
@@ -49,19 +61,32 @@ class JudgeCells(NbGraderPreprocessor):
         g: Grading = self.grading
         ws = Workspace.find(g.root)
         mod = ws.module(resources["nbgrader"]["assignment"])
-        probes, expected = _judge_inputs(g, ws, mod)
+        (probes, expected), (visible, visible_expected) = _judge_inputs(g, ws, mod)
         student = resources["nbgrader"]["student"]
         with tempfile.TemporaryDirectory(prefix=f"tito-answer-{student}-", dir=g.scratch or None) as tmp:
             os.chmod(tmp, 0o755)
             handed_in = Path(tmp) / mod.notebook.name
-            nbformat.write(nb, handed_in)
+            nbformat.write(_without_hidden_tests(nb), handed_in)  # the sandbox gets no hidden check's code
             box = sandbox.Sandbox(g.bwrap, g.limits, Path(g.library) if g.library else None,
                                   tuple(hidden_from_sandbox(ws))) if g.bwrap else None
+
+            def answers(cells: list, folder: str):
+                return sandbox.run_answer([c.tape for c in cells], probes.modules, probes.package, Path(tmp) / folder,
+                                          g.limits, g.timeout or ws.cell_timeout, box=box, notebook=handed_in,
+                                          library=Path(g.library) if g.library else None)
+
             with released(file_lock(ws.root / GRADEBOOK_LOCK)):
-                run = sandbox.run_answer([c.tape for c in probes.cells], probes.modules, probes.package,
-                                         Path(tmp) / "run", g.limits, g.timeout or ws.cell_timeout, box=box,
-                                         notebook=handed_in, library=Path(g.library) if g.library else None)
-        verdicts = {v.grade_id: v for v in judge.judge(probes, expected, run)}
+                run = answers(probes.cells, "graded")
+                graded = judge.judge(probes, expected, run)
+                wrong = {v.grade_id for v in graded if v.visible_failed}
+                if wrong:  # the words about visible checks come from a process that never saw a hidden input
+                    shown = [i for i, c in enumerate(visible.cells) if c.grade_id in wrong]
+                    seen = answers([visible.cells[i] for i in shown], "visible")
+                    part = judge.Probes(visible.module, [visible.cells[i] for i in shown], visible.modules,
+                                        visible.package)
+                    graded = judge.with_visible_messages(
+                        graded, judge.judge(part, [visible_expected[i] for i in shown], seen))
+        verdicts = {v.grade_id: v for v in graded}
         for cell in nb.cells:
             gid = grade_id(cell)
             if cell.cell_type == "code" and gid in verdicts:
@@ -74,11 +99,12 @@ _JUDGE_INPUTS: dict = {}  # in a grading process: (expected file, module) -> (pr
 
 
 def _judge_inputs(g: Grading, ws: Workspace, mod: Module):
+    "((all probes, the course's answers), (the release's visible probes, the course's answers)), read once."
     key = (g.expected, mod.name)
     if key not in _JUDGE_INPUTS:
-        probes = judge.read_probes(ws, mod)
-        expected = json.loads(Path(g.expected).read_text(encoding="utf-8"))
-        _JUDGE_INPUTS[key] = (probes, expected)
+        answers = json.loads(Path(g.expected).read_text(encoding="utf-8"))
+        _JUDGE_INPUTS[key] = ((judge.read_probes(ws, mod), answers["graded"]),
+                              (judge.read_probes(ws, mod, ws.released(mod).notebook), answers["visible"]))
     return _JUDGE_INPUTS[key]
 
 
@@ -212,8 +238,10 @@ def autograde(ws: Workspace, mod: Module, students: Optional[list[str]] = None, 
         library = sandbox.grading_library(ws, mod, Path(tmp) / "lib")
         os.chmod(tmp, 0o755)  # the sandbox's unprivileged user reads the package copy
         probes = judge.read_probes(ws, mod)
-        expected = judge.course_answers(ws, probes, Path(tmp) / "course", limits, timeout or ws.cell_timeout)
-        (Path(tmp) / "expected.json").write_text(json.dumps(expected), encoding="utf-8")
+        visible = judge.read_probes(ws, mod, ws.released(mod).notebook)
+        answers = {name: judge.course_answers(ws, p, Path(tmp) / f"course-{name}", limits, timeout or ws.cell_timeout)
+                   for name, p in (("graded", probes), ("visible", visible))}
+        (Path(tmp) / "expected.json").write_text(json.dumps(answers), encoding="utf-8")
         grading = Grading(str(ws.root), timeout, bwrap, str(library or ""), str(tmp), limits, verbose,
                           str(Path(tmp) / "expected.json"))
         try:

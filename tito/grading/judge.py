@@ -151,8 +151,8 @@ def show(value, hidden: bool = False) -> str:
             arr = np.asarray(decode_data(value))
         except (TypeError, ValueError):
             return "an unreadable array"
-        if kind == "$scalar":
-            return f"{arr.dtype} {arr.item()!r}"
+        if kind == "$scalar" or (arr.ndim == 0 and value.get("data") is not None):
+            return f"{arr.dtype} {arr.item()!r}" + (" (a 0-d array)" if kind == "$array" else "")
         if value.get("data") is None:
             return f"{arr.dtype} array of shape {tuple(value['shape'])}"
         body = np.array2string(arr.ravel()[:SHOWN_ELEMENTS], precision=5, separator=", ", threshold=SHOWN_ELEMENTS)
@@ -318,6 +318,7 @@ class Verdict:
     reason: str = ""  # what the judge observed beyond wrong answers: timed out, died, flood, not exported, ...
     blame: str = ""  # "fix Exercise N first" when an exercise it builds on failed too
     not_done: bool = False  # it raised NotImplementedError: the exercise is still the release's stub
+    visible_failed: list = field(default_factory=list)  # names of the visible checks that failed
 
     @property
     def passed(self) -> bool:
@@ -405,8 +406,7 @@ def judge(probes: Probes, expected: list, answers, visible_only: bool = False) -
                     v.failures.append(f"hidden check {hidden_number} failed: {what}")
                 else:
                     v.failures.append(f"check {check['name']!r}: {why}")
-                if _kind(got) == "$raised" and "MemoryError" in got["$raised"] and not v.reason:
-                    v.reason = "hit the memory limit (a check raised MemoryError)"
+                    v.visible_failed.append(check["name"])
         if v.passed:
             v.points = cell.points
         verdicts.append(v)
@@ -434,6 +434,25 @@ def verdict_kind(verdict: judge.Verdict) -> str:
     if reason:
         return "died" if "process" in reason or "killed" in reason else "no answer"
     return "not done" if verdict.not_done else "wrong"
+
+
+def with_visible_messages(graded: list, visible: list) -> list:
+    """The verdicts of the graded run (every check, hidden ones too), with the words about visible checks taken
+    from a run that held the visible checks only. The graded run's process saw the hidden inputs, so what it
+    answered to a visible check (a message, a class name, values) could carry them: it is never shown."""
+    said = {v.grade_id: v for v in visible}
+    for v in graded:
+        if not v.visible_failed:
+            continue
+        words = {}
+        for line in (said[v.grade_id].failures if v.grade_id in said else []):
+            for name in v.visible_failed:
+                if line.startswith(f"check {name!r}: "):
+                    words[name] = line
+        hidden = [line for line in v.failures if line.startswith("hidden check ")]
+        v.failures = [words.get(name, f"check {name!r}: wrong when graded (it passed without the hidden checks)")
+                      for name in v.visible_failed] + hidden
+    return graded
 
 
 # --- the release's expected values ----------------------------------------------------------------------------

@@ -392,7 +392,8 @@ def exit_reason(returncode: Optional[int], sandboxed: bool, limits: Limits) -> s
         return "the kernel stopped responding"
     sig = -returncode if returncode < 0 else returncode - 128 if sandboxed and returncode > 128 else 0
     if sig == signal.SIGXCPU:
-        return f"the kernel used up its CPU time ({limits.cpu_time} s per process)"
+        return f"the kernel was killed by SIGXCPU (sent when a process uses {limits.cpu_time} s of CPU time, or by " \
+               "its own code)"
     if sig == signal.SIGKILL:
         return "the kernel was killed (SIGKILL: by its own code, or the machine ran out of memory)"
     if sig:
@@ -501,7 +502,8 @@ def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: 
         for i in new:
             data = _read_json(out / f"result-{i}.json", RESULT_MB * 2**20)
             run.results[i] = data if isinstance(data, list) else None
-        run.status = _read_json(out / "status.json", STATUS_BYTES) or {}
+        said = _read_json(out / "status.json", STATUS_BYTES)  # written in the student's process: any JSON
+        run.status = said if isinstance(said, dict) and isinstance(said.get("stage"), str) else {}
         if run.status.get("stage") not in ("imported", "done"):
             if run.status.get("stage") in (None, "exported"):  # the process ended while exporting or importing
                 ended = status or "the answer process exited"
