@@ -1,10 +1,12 @@
 """`tito nbgrader collect / autograde / feedback / report` on real submissions, with the real nbgrader.
 
-Module 01 gets a class of seven, graded two at a time (each in the sandbox): the solution (full marks), the untouched
+Module 01 gets a class of ten, graded two at a time (each in the sandbox): the solution (full marks), the untouched
 release (zero), one broken exercise (loses exactly the points of the graded cell that uses it), an infinite loop
-(stopped at the cell time limit and reported), an edited locked test cell (detected by nbgrader's checksums, graded
-with the original), a loop that ignores the interrupt (its kernel is stopped at the time limit) and a submission
-without its notebook. Grading some of them again one at a time gives the same scores.
+in an exported function (its graded cell stopped at the time limit and reported), an edited locked test cell
+(detected by nbgrader's checksums, graded with the original), a loop that ignores every interrupt (its answer process
+is killed at the time limit, started again, and the graded cells after it still score), a notebook that ends its own
+process when it is imported, one that allocates 50 GB (a MemoryError in its exercise), one that prints 300 MiB (the score of the same work; tito stays
+small) and a submission without its notebook. Grading some of them again one at a time gives the same scores.
 Every module's solution, release and catalogue of student bugs: `test_bug_catalogue.py`.
 """
 import os
@@ -17,10 +19,14 @@ import pytest
 
 from grading_helpers import cell, copy_course, edited, submission
 from tito.course import TitoError
-from tito.grading import autograde, collect, examine, feedback, generate, scores
+from tito.grading.autograde import autograde
+from tito.grading.collect import collect, examine
+from tito.grading.feedback import feedback
+from tito.grading.generate import generate
+from tito.grading.report import scores, why
 from tito.workspace import released
 
-TIMEOUT = 6  # seconds per cell for these runs; module 01's cells take milliseconds
+TIMEOUT = 6  # seconds per graded cell for these runs; module 01's cells take milliseconds
 
 
 def _tito() -> list[str]:
@@ -50,8 +56,13 @@ def class01(course, tmp_path_factory):
     nb = nbformat.read(eve, as_version=4)
     cell(nb, "test-matmul").source = "# my matmul is fine\npass"  # a locked cell: nbgrader's checksum changes
     nbformat.write(nb, eve)
-    submission(solution, release, inbox / "frank.ipynb",  # ignores the interrupt: its kernel must be stopped
+    submission(solution, release, inbox / "frank.ipynb",  # ignores every interrupt: only SIGKILL stops it
                ("shape-ops", "out = np.swapaxes(a.data, dim0, dim1)", IGNORES_SIGINT))
+    submission(solution, release, inbox / "henry.ipynb",  # ends the answer process when it is imported
+               ("as-array", 'SUPPORTED_KINDS = "biuf"', 'SUPPORTED_KINDS = "biuf"\nimport os\nos._exit(3)'))
+    submission(solution, release, inbox / "ivan.ipynb",  # asks for 50 GB in one exercise
+               ("elementwise", "out = np.exp(a.data)", "out = np.exp(a.data) + len(bytearray(50 * 2**30))"))
+    submission(solution, release, inbox / "judy.ipynb", ("as-array", 'SUPPORTED_KINDS = "biuf"', PRINTS_300_MIB))
     collected = collect(course, inbox, mod)
     assert {(c.student, c.status) for c in collected} == {(s, "new") for s in CLASS}
     gina = course.root / "submitted" / "gina" / mod.name  # handed in through the exchange, without the notebook
@@ -61,9 +72,12 @@ def class01(course, tmp_path_factory):
     return {r.student: r for r in rows}
 
 
-CLASS = ("alice", "bob", "carol", "dave", "eve", "frank")
-IGNORES_SIGINT = "while True:\n            try:\n                __import__('time').sleep(.1)\n" \
-                 "            except BaseException:\n                pass"
+CLASS = ("alice", "bob", "carol", "dave", "eve", "frank", "henry", "ivan", "judy")
+IGNORES_SIGINT = "import signal\n        for sig in (signal.SIGINT, signal.SIGTERM):\n" \
+                 "            signal.signal(sig, signal.SIG_IGN)\n        while True:\n            try:\n" \
+                 "                __import__('time').sleep(.1)\n            except BaseException:\n                pass"
+# at import time, in 1 MiB pieces: the answer process never holds more than one, so neither may tito
+PRINTS_300_MIB = 'SUPPORTED_KINDS = "biuf"\nimport sys as _sys\nfor _ in range(300):\n    _sys.stdout.write("x" * 2**20)'
 
 
 def full(row) -> dict:
@@ -92,9 +106,9 @@ def test_one_broken_exercise_loses_exactly_its_points(class01):
 
 def test_infinite_loop_times_out_and_is_reported(class01):
     dave, expected = class01["dave"], full(class01["alice"])
-    expected["test-arithmetic"] = 0  # `-_a` never returns
+    expected["test-arithmetic"] = 0  # `neg` never returns
     assert {k: s for k, (s, _) in dave.scores.items()} == expected
-    assert dave.timed_out == ["test-arithmetic"]
+    assert dave.timed_out == ["test-arithmetic"] and not dave.died
 
 
 def test_edited_locked_cell_is_detected_and_graded_with_the_original(class01):
@@ -104,11 +118,48 @@ def test_edited_locked_cell_is_detected_and_graded_with_the_original(class01):
     assert eve.changed == ["test-matmul"]
 
 
-def test_a_cell_that_ignores_the_interrupt_is_stopped_and_the_rest_not_run(class01):
+def test_a_check_that_ignores_every_interrupt_is_stopped_and_the_rest_still_run(class01):
     frank, expected = class01["frank"], full(class01["alice"])
-    expected["test-shape-ops"] = expected["test-indexing"] = 0  # stopped; its kernel with it, so indexing never ran
+    expected["test-shape-ops"] = 0  # killed at the time limit; the answer process starts again for indexing
     assert {k: s for k, (s, _) in frank.scores.items()} == expected
-    assert frank.timed_out == ["test-shape-ops"] and frank.not_run >= 1 and not frank.died
+    assert frank.timed_out == ["test-shape-ops"] and not frank.died
+    assert frank.failures["test-shape-ops"].startswith("timed out")
+
+
+def test_a_notebook_that_ends_its_process_when_imported_scores_zero_and_says_so(class01):
+    henry = class01["henry"]
+    assert henry.scores.keys() == class01["alice"].scores.keys() and henry.total == 0
+    assert henry.died and "exited (status 3)" in henry.died and "imported" in henry.died, henry.died
+    assert not (henry.timed_out or henry.error)
+
+
+def test_a_huge_allocation_costs_its_graded_cell_only(class01):
+    "The sandbox's address-space limit makes it a MemoryError: an answer (wrong), not a crash; the rest still run."
+    ivan, expected = class01["ivan"], full(class01["alice"])
+    expected["test-elementwise"] = 0
+    assert {k: s for k, (s, _) in ivan.scores.items()} == expected
+    assert "MemoryError" in ivan.failures["test-elementwise"], ivan.failures
+    assert not (ivan.died or ivan.timed_out or ivan.error)
+
+
+def test_printing_300_mib_scores_as_the_same_work(class01):
+    judy, alice = class01["judy"], class01["alice"]
+    assert judy.scores == alice.scores and not (judy.flood or judy.died or judy.error or judy.limits)
+
+
+def test_tito_stays_small_while_a_submission_prints_300_mib(course, class01):
+    "tito, its nbgrader and the answer process together: none of them ever held the 300 MiB (peak RSS < 300 MiB)."
+    code = ("import resource, subprocess, sys\n"
+            "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.stderr.write(done.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code, *_tito(), "nbgrader", "autograde", "01", "--student", "judy",
+                           "--timeout", "60"], cwd=course.root, env=_bare_env(), capture_output=True, text=True,
+                          timeout=600)
+    status, peak_kib = (int(x) for x in done.stdout.split())
+    assert status == 0, done.stderr
+    assert peak_kib < 300 * 1024, f"a process of tito's held {peak_kib // 1024} MiB"
+    assert scores(course, course.module("01"), ["judy"])[0].scores == class01["alice"].scores
 
 
 def test_a_missing_notebook_scores_zero_and_says_so(class01):
@@ -118,11 +169,12 @@ def test_a_missing_notebook_scores_zero_and_says_so(class01):
 
 
 def test_one_job_gives_the_same_scores_as_two(course, class01):
-    again = {r.student: r for r in autograde(course, course.module("01"), ["alice", "carol", "eve"],
+    again = {r.student: r for r in autograde(course, course.module("01"), ["alice", "carol", "eve", "frank", "henry"],
                                              timeout=TIMEOUT, jobs=1)}
     for student, row in again.items():
-        assert (row.scores, row.changed, row.timed_out) == \
-            (class01[student].scores, class01[student].changed, class01[student].timed_out), student
+        assert (row.scores, row.changed, row.timed_out, row.failures, why(row)) == \
+            (class01[student].scores, class01[student].changed, class01[student].timed_out,
+             class01[student].failures, why(class01[student])), student
 
 
 def test_report_reads_the_same_scores_from_the_gradebook(course, class01):
@@ -137,19 +189,22 @@ def test_feedback_html(course, class01):
     assert "test-reductions" in paths[0].read_text(encoding="utf-8")
 
 
-def test_report_command_prints_the_table(course, class01):
+def test_report_command_prints_the_table_with_autogrades_why_column(course, class01):
     done = subprocess.run([*_tito(), "nbgrader", "report", "01"], cwd=course.root, env=_bare_env(),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     for student in class01:
         assert student in done.stdout
     assert "dave: timed out" in done.stdout and "eve: edited locked cells test-matmul" in done.stdout
-    assert "frank: timed out (cell time limit) in test-shape-ops" in done.stdout
+    assert "frank: timed out (cell_timeout, per graded cell) in test-shape-ops" in done.stdout
+    assert "henry: crashed while answering test-constructor: the answer process exited (status 3)" in done.stdout
     assert "gina: notebook missing" in done.stdout
-    why = {line.split("│")[1].strip(): line.split("│")[-2].strip() for line in done.stdout.splitlines()
-           if line.count("│") > 3}
-    assert why["dave"] == "timed out" and why["eve"] == "locked cell edited" and why["gina"] == "notebook missing"
-    assert why["alice"] == why["bob"] == why["carol"] == ""
+    shown = {line.split("│")[1].strip(): line.split("│")[-2].strip() for line in done.stdout.splitlines()
+             if line.count("│") > 3}
+    assert shown == {s: ", ".join(why(r)) for s, r in class01.items()}  # what autograde returned, row by row
+    assert shown["dave"] == "timed out" and shown["eve"] == "locked cell edited" and shown["gina"] == "notebook missing"
+    assert shown["henry"] == "crashed"
+    assert shown["alice"] == shown["bob"] == shown["carol"] == shown["ivan"] == shown["judy"] == ""
 
 
 def test_collect_layouts(tmp_path):
@@ -192,42 +247,6 @@ def test_collect_takes_all_or_nothing_and_names_every_problem(tmp_path):
                     "'gus.ipynb' is not a readable notebook", "'notes.txt' is not a notebook"):
         assert problem in message, (problem, message)
     assert not (course.root / "submitted").exists()  # not even ann's good notebook
-
-
-def test_hidden_tests_are_removed_from_the_release_and_graded(tmp_path):
-    """A graded cell may hide extra asserts (`### BEGIN HIDDEN TESTS`): students do not see them, grading runs
-    them, so an answer fitted to the visible asserts does not get the points."""
-    ws = copy_course(tmp_path / "course")
-    for extra in ws.modules():
-        if extra.number != "01":
-            for f in extra.folder.iterdir():
-                f.unlink()
-            extra.folder.rmdir()
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
-    grade = lambda gid, **kw: {"nbgrader": {"grade_id": gid, "schema_version": 3, **kw}}
-    nb.cells = [
-        nbformat.v4.new_code_cell("#| default_exp core.demo"),
-        nbformat.v4.new_code_cell("#| export\ndef double(x):\n    \"Twice x.\"\n    ### BEGIN SOLUTION\n"
-                                  "    return 2 * x\n    ### END SOLUTION",
-                                  metadata=grade("double", grade=False, locked=False, solution=True)),
-        nbformat.v4.new_code_cell("assert double(2) == 4\n### BEGIN HIDDEN TESTS\nassert double(-3) == -6\n"
-                                  "### END HIDDEN TESTS",
-                                  metadata=grade("test-double", grade=True, locked=True, points=2, solution=False)),
-    ]
-    mod = ws.module("01")
-    nbformat.write(nb, mod.notebook)
-    [release] = generate(ws, [mod])
-    rel = nbformat.read(release, as_version=4)
-    assert "double(-3)" not in rel.cells[2].source and "double(2) == 4" in rel.cells[2].source
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    for student, answer in (("honest", "return 2 * x"), ("fitted", "return 4")):
-        edited(release, inbox / f"{student}.ipynb", "double", "raise NotImplementedError()", answer)
-    collect(ws, inbox, mod)
-    rows = {r.student: r for r in autograde(ws, mod, timeout=TIMEOUT)}
-    assert rows["honest"].scores == {"test-double": (2.0, 2.0)} and not rows["honest"].changed
-    assert rows["fitted"].scores == {"test-double": (0.0, 2.0)}
 
 
 def test_generate_works_without_the_environment_on_path(tmp_path):

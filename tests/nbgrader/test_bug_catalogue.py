@@ -2,21 +2,23 @@
 catalogue (`bug_catalogue.py`) with the real nbgrader, through tito's own API.
 
 The solution scores full marks, the release scores zero, and each bug, handed in as a student would (the release
-with every exercise filled in, one of them wrong), loses points in a graded cell: a visible assert or a hidden test.
-All submissions of a module are graded in one `autograde` call, one after another: each module costs one run of its
-notebook per bug (module 06, the slowest, about 20 s a run on one core), which is why the catalogue keeps to about
-ten bugs a module.
+with every exercise filled in, one of them wrong), loses points in a graded cell: a visible check or a hidden one.
+All submissions of a module are graded in one `autograde` call, one after another: each costs an export and an
+answer process that replays the module's probes. A module whose graded cells are not probes yet (they are being
+converted) is skipped with that reason.
 """
 import pytest
 
 from bug_catalogue import BUGS
-from grading_helpers import copy_course, repo_modules, submission
-from tito.grading import autograde, collect, generate
+from grading_helpers import copy_course, repo_modules, require_probes, submission
+from tito.grading.autograde import autograde
+from tito.grading.collect import collect
+from tito.grading.generate import generate
 
 MODULES = repo_modules()
 MIN_BUGS = 8
-# Seconds a cell may run. The catalogue's bugs give wrong answers, not endless loops: the limit only stops a hung
-# notebook early. The slowest cell of any solution (a training run in module 06) takes a few seconds on one core.
+# Seconds a graded cell's probes may run. The catalogue's bugs give wrong answers, not endless loops: the limit only
+# stops a hung answer early. The slowest graded cell of any solution takes a few seconds on one core.
 CELL_TIMEOUT = 120
 
 
@@ -34,6 +36,7 @@ def test_every_module_has_a_catalogue(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
+    require_probes(name)
     ws = copy_course(tmp_path / "course")
     mod = ws.module(name)
     [release] = generate(ws, [mod])
@@ -50,14 +53,17 @@ def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
                                             timeout=CELL_TIMEOUT)}
     sol, rel = rows["solution"], rows["release"]
     assert sol.scores and all(s == m for s, m in sol.scores.values()), sol.scores
-    assert not (sol.timed_out or sol.changed or sol.error), (sol.timed_out, sol.changed, sol.error)
+    assert not (sol.timed_out or sol.changed or sol.error or sol.died or sol.limits or sol.broken or sol.failures), \
+        (sol.timed_out, sol.changed, sol.error, sol.died, sol.limits, sol.broken, sol.failures)
     assert rel.scores.keys() == sol.scores.keys() and rel.total == 0, rel.scores
+    assert not (rel.broken or rel.died or rel.error), (rel.broken, rel.died, rel.error)  # zero for not done, not a crash
 
     free = []
     for bug in bugs:
         row = rows[bug.slug]
         assert row.scores.keys() == sol.scores.keys(), (bug.slug, row.error)
-        assert not (row.timed_out or row.changed or row.error), (bug.slug, row.timed_out, row.changed, row.error)
+        assert not (row.timed_out or row.changed or row.error or row.broken), \
+            (bug.slug, row.timed_out, row.changed, row.error, row.broken)
         if row.total >= sol.total:
             free.append(f"{bug.slug} ({bug.what}, cell {bug.grade_id})")
     assert not free, f"{name}: these bugs keep full marks: " + "; ".join(free)

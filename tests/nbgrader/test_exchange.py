@@ -6,6 +6,7 @@ one login name, where a Hub has one per student.
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,8 @@ import pytest
 from grading_helpers import copy_course, submission
 from tito import exchange
 from tito.course import TitoError, Workspace
-from tito.grading import autograde
-from tito.sandbox import find_bwrap
+from tito.grading.autograde import autograde
+from tito.grading.sandbox import find_bwrap
 from tito.workspace import init_student_workspace
 
 
@@ -75,7 +76,12 @@ def test_release_fetch_submit_collect_autograde(hub, monkeypatch):
     done = tito(ws.root, "nbgrader", "collect", "01", "--exchange", env=env)
     assert done.returncode == 0, done.stderr
     assert sorted(line.split(":")[0] for line in done.stdout.splitlines()) == ["alice", "bob", "carol"]
-    assert all(": new, submitted " in line for line in done.stdout.splitlines()), done.stdout
+    # the student's folder also holds the release's shipped answers (01_tensor.expected.json): only the notebook is kept
+    assert all(re.match(r"^\w+: new( \(left out \d+ other file\(s\): [^)]*\))?, submitted ", line)
+               for line in done.stdout.splitlines()), done.stdout
+    for sid in ("alice", "bob", "carol"):
+        kept = {p.name for p in (ws.root / "submitted" / sid / mod.name).iterdir()}
+        assert kept <= {mod.notebook.name, "timestamp.txt"} and mod.notebook.name in kept, (sid, kept)
     again = tito(ws.root, "nbgrader", "collect", "01", "--exchange", env=env)
     assert again.returncode == 0 and all(": unchanged" in x for x in again.stdout.splitlines()), again.stdout
 

@@ -16,9 +16,9 @@ from fastcore.xtras import working_directory
 from nbdev.doclinks import nbdev_export
 from nbgrader.utils import compute_checksum
 
-from grading_helpers import repo_modules
+from grading_helpers import repo_modules, require_release
 from tito.course import TitoError
-from tito.grading import lint_markers
+from tito.grading.generate import lint_markers
 from tito.workspace import released
 
 MODULES = repo_modules()
@@ -49,6 +49,7 @@ def without_hidden_tests(source: str) -> str:
 
 
 def pair(course, name):
+    require_release(course, name)
     mod = course.module(name)
     src = nbformat.read(mod.notebook, as_version=4)
     rel = nbformat.read(released(course, mod).notebook, as_version=4)
@@ -160,6 +161,7 @@ def _export(course, name: str, notebook: Path, scratch: Path) -> dict:
 
 @pytest.mark.parametrize("name", MODULES)
 def test_release_is_valid_and_exports_the_same_names(course, name, tmp_path):
+    require_release(course, name)
     mod = course.module(name)
     release = released(course, mod).notebook
     nb = nbformat.read(release, as_version=4)

@@ -1,5 +1,6 @@
-"""Hidden tests: an answer fitted to the visible asserts loses the points, and the feedback a student gets back does
-not show the hidden tests (their code, or the values they expected).
+"""Hidden checks: an answer fitted to the visible checks loses the points, and the feedback a student gets back does
+not show the hidden checks (their code, their names, their inputs or the values they expected): the judge's verdict
+says only that hidden check N failed.
 
 The submission is module 01 with a `mean` that divides by the length of the first reduced axis: right for every
 visible check (single axes), wrong for the hidden ones (a tuple of axes).
@@ -11,7 +12,10 @@ import nbformat
 import pytest
 
 from grading_helpers import cell, copy_course, submission
-from tito.grading import autograde, collect, feedback, generate
+from tito.grading.autograde import autograde
+from tito.grading.collect import collect
+from tito.grading.feedback import feedback
+from tito.grading.generate import generate
 
 FITTED = ("reductions", "    out = np.mean(a.data, axis=axis, keepdims=keepdims)",
           "    out = np.sum(a.data, axis=axis, keepdims=keepdims) / (a.size if axis is None else a.shape[axis[0]])")
@@ -51,31 +55,51 @@ def fitted(tmp_path_factory):
     return ws, mod, row, nbformat.read(autograded, as_version=4), page
 
 
-def test_only_the_hidden_tests_catch_the_fitted_answer(fitted):
+def test_only_the_hidden_checks_catch_the_fitted_answer(fitted):
     ws, mod, row, autograded, _ = fitted
     lost = {gid for gid, (score, top) in row.scores.items() if score < top}
     assert lost == {"test-reductions"}, row.scores
     failed = [o for o in cell(autograded, "test-reductions").outputs if o.get("output_type") == "error"]
-    assert failed and "hidden" not in failed[0]["ename"].lower()
-    source = cell(nbformat.read(mod.notebook, as_version=4), "test-reductions").source
-    frames = re.findall(r"line (\d+)", re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failed[0]["traceback"])))
-    raised_at = source.splitlines()[int(frames[0]) - 1]
-    assert raised_at.strip() in hidden_lines(source), "the visible asserts pass: a hidden one must be what failed"
+    assert len(failed) == 1 and failed[0]["ename"] == "WrongAnswer", failed
+    said = failed[0]["evalue"]
+    assert "hidden check" in said and "check '" not in said, "the visible checks pass: hidden ones must be what failed"
 
 
-def test_feedback_shows_no_hidden_test_code_or_expected_value(fitted):
+def _hidden_checks(ws, mod) -> list:
+    "The hidden checks of the module's graded cells (names and options), as the judge reads them."
+    from tito.grading.judge import read_probes
+
+    return [check for c in read_probes(ws, mod).cells for check in c.checks if check["hidden"]]
+
+
+def test_feedback_shows_no_hidden_check_code_name_or_input(fitted):
     ws, mod, row, autograded, page = fitted
     text = page_text(page)
     source = nbformat.read(mod.notebook, as_version=4)
     shown = "\n".join(re.sub(f"{BEGIN}.*?{END}", "", c.source, flags=re.S) for c in source.cells)
     hidden = [line for c in source.cells if c.metadata.get("nbgrader", {}).get("grade")
-              for line in hidden_lines(c.source) if line not in shown]  # not `try:`, nor a line also shown
-    assert len(hidden) > 10, "module 01 has hidden tests"
+              for line in hidden_lines(c.source) if line not in shown]  # not a line also shown
+    assert len(hidden) > 10, "module 01 has hidden checks"
     assert BEGIN not in text and END not in text
-    assert not [line for line in hidden if line in text], "hidden test code in the feedback"
-    failed = [o for o in cell(autograded, "test-reductions").outputs if o.get("output_type") == "error"]
-    assert failed[0]["evalue"] and failed[0]["evalue"] not in text, "the hidden assert's message in the feedback"
-    # what the student saw in the release is still there, and so is the failure of the check
+    assert not [line for line in hidden if line in text], "hidden check code in the feedback"
+    names = [c["name"] for c in _hidden_checks(ws, mod)]
+    assert len(names) > 10 and not [n for n in names if n not in shown and n in text], "hidden check names shown"
+    # the judge's verdict is shown, and names the hidden check by number only (no inputs, no expected values)
+    said = [o for o in cell(autograded, "test-reductions").outputs if o.get("output_type") == "error"][0]["evalue"]
+    assert said in text and "test-reductions" in text and "WrongAnswer" in text
+    assert all(part.startswith(("hidden check", "and ")) for part in said.split("; ")), said
+    assert not re.search(r"\d\.\d", said), "a value in the verdict of a hidden check"
+    # what the student saw in the release is still there
     visible = cell(source, "test-reductions").source.split(BEGIN)[0].strip().splitlines()
     assert all(line.strip() in text for line in visible if line.strip())
-    assert "test-reductions" in text and "AssertionError" in text
+
+
+def test_no_feedback_page_holds_hidden_check_text(fitted):
+    "Every module 01 feedback page written in this course (also of the other test files' classes, if any)."
+    ws, mod, _, _, page = fitted
+    source = nbformat.read(mod.notebook, as_version=4)
+    shown = "\n".join(re.sub(f"{BEGIN}.*?{END}", "", c.source, flags=re.S) for c in source.cells)
+    hidden = [line for c in source.cells for line in hidden_lines(c.source) if line not in shown]
+    for html_page in (ws.root / "feedback").rglob("*.html"):
+        text = page_text(html_page)
+        assert not [line for line in hidden if line in text], html_page

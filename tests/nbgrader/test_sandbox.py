@@ -1,9 +1,10 @@
-"""The autograding sandbox (tito.sandbox, tito.kernel): a hostile submission is contained, and says why it lost points.
+"""The autograding sandbox (tito.grading.sandbox): a hostile submission is contained, and says why it lost points.
 
 The sandbox itself first, on plain commands (what a process in it sees, each limit), then a whole hostile
-submission through `autograde`: it deletes a file of the course, reads solutions, the gradebook and another
-student's work, opens a socket, forks without end, allocates more memory than allowed and 50 GB, and kills its
-kernel. Every attack fails, the instructor's files are byte-identical afterwards, and the score table says why.
+submission through `autograde`: module 01's complete solution whose exported functions, called by the graded
+cells' probes in the answer process, delete a file of the course, read solutions, the gradebook and another
+student's work, open a socket, fork without end, allocate more memory than allowed and 50 GB, and kill their own
+process. Every attack fails, the instructor's files are byte-identical afterwards, and the score table says why.
 Needs bubblewrap (Debian: apt-get install bubblewrap; .ci/run installs it).
 """
 import hashlib
@@ -21,8 +22,10 @@ import nbformat
 import pytest
 
 from grading_helpers import REPO, copy_course
-from tito.grading import autograde, collect, generate
-from tito.sandbox import Limits, Sandbox, Watchdog, find_bwrap
+from tito.grading.autograde import autograde
+from tito.grading.collect import collect
+from tito.grading.generate import generate
+from tito.grading.sandbox import Limits, Sandbox, Watchdog, find_bwrap
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap (`bwrap`) is not installed: "
                                 "apt-get install bubblewrap (.ci/run installs it)")
@@ -152,73 +155,69 @@ time.sleep(60)
 
 
 # --- a hostile submission, autograded --------------------------------------------------------------------
-EXERCISES = {  # name: (the honest answer, the hostile one); each function must return its number
-    "delete": ("return 1", """for path in ("../../../canary.txt", CANARY):
+# Each attack replaces a line of module 01's solution (grade_id, the line, the attack then the line): were the attack
+# to succeed, the function would still return the right answer and its graded cell would keep its points.
+ATTACKS = {
+    "test-reductions": ("reductions", "    out = np.max(a.data, axis=axis, keepdims=keepdims)", """\
+    for path in ("../../../canary.txt", CANARY):
         if os.path.exists(path):
             os.remove(path)
-            return 1
-    raise FileNotFoundError("no canary.txt to delete")"""),
-    "read": ("return 2", """solutions = open(SOLUTION).read() + open(REPO_SOLUTION).read()
-    others = open(OTHER).read() + str(open(GRADEBOOK, "rb").read(16))
-    return 2 if "BEGIN SOLUTION" in solutions and others else 0"""),
-    "connect": ("return 3", """socket.create_connection(("127.0.0.1", PORT), timeout=3).close()
-    return 3"""),
-    "fork": ("return 4", """children = 0
+            break
+    else:
+        raise FileNotFoundError("no canary.txt to delete")
+    out = np.max(a.data, axis=axis, keepdims=keepdims)"""),
+    "test-matmul": ("matmul", "        out = np.matmul(a.data, b.data)", """\
+        solutions = open(SOLUTION).read() + open(REPO_SOLUTION).read()
+        others = open(OTHER).read() + str(open(GRADEBOOK, "rb").read(16))
+        out = np.matmul(a.data, b.data)"""),
+    "test-shape-ops": ("shape-ops", "        out = np.swapaxes(a.data, dim0, dim1)", """\
+        socket.create_connection(("127.0.0.1", PORT), timeout=3).close()
+        out = np.swapaxes(a.data, dim0, dim1)"""),
+    "test-indexing": ("indexing", "    out = np.where(mask, np.asarray(_data(value), dtype=a.dtype), a.data)", """\
+    children = 0
     while children < 3000:
         if os.fork() == 0:
             time.sleep(3)
             os._exit(0)
         children += 1
-    return 4"""),
-    "allocate": ("return 5", """over_the_limit = bytearray(1536 * 2**20)
+    out = np.where(mask, np.asarray(_data(value), dtype=a.dtype), a.data)"""),
+    "test-elementwise": ("elementwise", "    out = np.exp(a.data)", """\
+    over_the_limit = bytearray(1536 * 2**20)
     fifty_gigabytes = bytearray(50 * 2**30)
-    return 5"""),
-    "crash": ("return 6", """os.kill(os.getpid(), signal.SIGKILL)
-    return 6"""),
+    out = np.exp(a.data)"""),
+    "test-arithmetic": ("arithmetic", "    out = -a.data", """\
+    os.kill(os.getpid(), signal.SIGKILL)
+    out = -a.data"""),
 }
 
 
 def hostile_course(root: Path, port: int):
-    "A course whose module 01 is a tiny notebook: one exercise per attack, a graded cell for each, and two more."
+    """A copy of the course, module 01 collected from three students: `honest` (the complete solution), `hostile`
+    (the solution with every attack, and where to find the course's files in an exported cell) and `sleeper`
+    (its `_as_array` sleeps ten minutes)."""
+    from grading_helpers import submission
+
     ws = copy_course(root)
-    for extra in ws.modules():
-        if extra.number != "01":
-            for f in extra.folder.iterdir():
-                f.unlink()
-            extra.folder.rmdir()
     mod = ws.module("01")
     (ws.root / "canary.txt").write_text("the instructor's file")
-    grade = lambda gid, **kw: {"nbgrader": {"grade_id": gid, "schema_version": 3, **kw}}
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
+    [release] = generate(ws, [mod])
     where = (f"import os, signal, socket, time\nCANARY = {str(ws.root / 'canary.txt')!r}\n"
              f"SOLUTION = {str(mod.notebook)!r}\nREPO_SOLUTION = {str(REPO / 'modules/01_tensor/01_tensor.ipynb')!r}\n"
              f"OTHER = {str(ws.root / 'submitted/honest/01_tensor/01_tensor.ipynb')!r}\n"
-             f"GRADEBOOK = {str(ws.root / 'gradebook.db')!r}\nPORT = {port}")
-    nb.cells = [nbformat.v4.new_code_cell(where)]
-    for i, (name, (answer, _)) in enumerate(EXERCISES.items(), 1):
-        nb.cells.append(nbformat.v4.new_code_cell(
-            f"def {name}():\n    ### BEGIN SOLUTION\n    {answer}\n    ### END SOLUTION",
-            metadata=grade(name, grade=False, locked=False, solution=True)))
-        if name == "crash":
-            nb.cells.append(nbformat.v4.new_code_cell("assert True", metadata=grade(
-                "test-alive", grade=True, locked=True, points=1, solution=False)))
-        nb.cells.append(nbformat.v4.new_code_cell(f"assert {name}() == {i}", metadata=grade(
-            f"test-{name}", grade=True, locked=True, points=1, solution=False)))
-    nb.cells.append(nbformat.v4.new_code_cell("assert True", metadata=grade(
-        "test-after", grade=True, locked=True, points=1, solution=False)))
-    nbformat.write(nb, mod.notebook)
-    [release] = generate(ws, [mod])
+             f"GRADEBOOK = {str(ws.root / 'gradebook.db')!r}\nPORT = {port}\n")
     inbox = root.parent / "inbox"
-    inbox.mkdir()
-    for student, pick in (("honest", 0), ("hostile", 1), ("sleeper", 2)):
-        sub = nbformat.read(release, as_version=4)
-        for c in sub.cells:
-            name = c.metadata.get("nbgrader", {}).get("grade_id")
-            if name in EXERCISES:
-                answer = "time.sleep(600)" if pick == 2 else EXERCISES[name][pick]
-                c.source = c.source.replace("# YOUR CODE HERE\n    raise NotImplementedError()", answer)
-        nbformat.write(sub, inbox / f"{student}.ipynb")
+    submission(mod.notebook, release, inbox / "honest.ipynb")
+    hostile = submission(mod.notebook, release, inbox / "hostile.ipynb",
+                         ("as-array", 'SUPPORTED_KINDS = "biuf"', where + 'SUPPORTED_KINDS = "biuf"'))
+    nb = nbformat.read(hostile, as_version=4)
+    for gid, old, new in ATTACKS.values():
+        [c] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid]
+        assert old in c.source, (gid, old)
+        c.source = c.source.replace(old, new)
+    nbformat.write(nb, hostile)
+    submission(mod.notebook, release, inbox / "sleeper.ipynb",
+               ("as-array", "    if isinstance(data, Tensor):", "    __import__('time').sleep(600)\n"
+                                                                 "    if isinstance(data, Tensor):"))
     collect(ws, inbox, mod)
     return ws, mod
 
@@ -254,15 +253,14 @@ def hostile(tmp_path_factory, listener):
 def test_the_honest_submission_scores_everything(hostile):
     _, rows, _, _ = hostile
     honest = rows["honest"]
-    assert honest.total == honest.max_total == 8, honest.scores
+    assert honest.total == honest.max_total == 20, honest.scores
     assert not (honest.died or honest.limits or honest.timed_out or honest.error or honest.failures)
 
 
-def test_every_attack_fails_and_the_kernel_survives_all_but_the_last(hostile):
+def test_every_attack_fails_and_the_answer_process_is_started_again_after_it_dies(hostile):
     _, rows, _, accepted = hostile
     got = {gid: s for gid, (s, _) in rows["hostile"].scores.items()}
-    assert got == {"test-delete": 0, "test-read": 0, "test-connect": 0, "test-fork": 0, "test-allocate": 0,
-                   "test-alive": 1, "test-crash": 0, "test-after": 0}
+    assert got == {"test-constructor": 2, **{gid: 0 for gid in ATTACKS}}, got
     assert not accepted, "the submission reached a server on the grading machine"
 
 
@@ -272,22 +270,32 @@ def test_the_instructors_files_are_byte_identical(hostile):
     assert digest(ws.root) == before
 
 
+def verdicts(ws, student: str) -> dict:
+    "grade_id -> the judge's message, of every graded cell of the student's autograded notebook that lost points."
+    nb = nbformat.read(ws.root / "autograded" / student / "01_tensor" / "01_tensor.ipynb", as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: o["evalue"] for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade") for o in c.get("outputs", [])
+            if o.get("output_type") == "error"}
+
+
 def test_the_score_table_says_why_points_were_lost(hostile):
     _, rows, _, _ = hostile
     row = rows["hostile"]
-    assert row.died.startswith("test-crash: the kernel was killed") and row.not_run == 1
-    assert any(hit.startswith("the memory limit in test-allocate (MemoryError") for hit in row.limits), row.limits
-    assert any(hit.startswith("the process limit in test-fork (BlockingIOError") for hit in row.limits), row.limits
-    assert row.failures["test-delete"].startswith("FileNotFoundError")
-    assert row.failures["test-read"].startswith("FileNotFoundError")
-    assert row.failures["test-connect"].startswith("ConnectionRefusedError")
+    assert row.died.startswith("test-arithmetic: the answer process was killed (SIGKILL"), row.died
+    assert not row.limits, row.limits  # the address-space limit is a MemoryError: the exercise's answer
+    said = verdicts(hostile[0], "hostile")  # in full: the report's column is shortened to one line
+    assert "FileNotFoundError" in said["test-reductions"] and "FileNotFoundError" in said["test-matmul"], said
+    assert "ConnectionRefusedError" in said["test-shape-ops"], said
+    assert "BlockingIOError" in said["test-indexing"], said
+    assert "MemoryError" in said["test-elementwise"], said
+    assert set(said) == set(ATTACKS), said
     done = subprocess.run([sys.executable, "-m", "tito", "nbgrader", "report", "01", "--details"], cwd=hostile[0].root,
                           capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
-    assert "kernel died, hit a limit" in done.stdout
-    for line in ("hostile: kernel died in test-crash: the kernel was killed", "hostile: hit the memory limit in "
-                 "test-allocate", "hostile: hit the process limit in test-fork", "hostile: lost points in "
-                 "test-connect: ConnectionRefusedError"):
+    assert "│ crashed" in done.stdout
+    for line in ("hostile: crashed while answering test-arithmetic: the answer process was killed",
+                 "hostile: lost points in test-elementwise: ", "hostile: lost points in test-shape-ops: ",
+                 "ConnectionRefusedError"):
         assert line in done.stdout, done.stdout
 
 
@@ -309,17 +317,35 @@ def test_no_sandbox_warns_and_still_grades(hostile):
                           env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("warning: --no-sandbox: the submissions run with your rights"), done.stderr
-    assert "honest" in done.stdout and " 8 " in done.stdout
+    assert "honest" in done.stdout and " 20 " in done.stdout
+
+
+def _running(marker: str) -> bool:
+    "Whether a process on this machine has `marker` in its command line (the sandboxed answer process's folder)."
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                return True
+        except OSError:
+            pass
+    return False
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_ctrl_c_stops_autograde_with_one_line(hostile, jobs):
-    "The sleeper's first exercise sleeps for ten minutes: Ctrl-C there ends autograde at once, in one line."
+    "The sleeper's `_as_array` sleeps for ten minutes: Ctrl-C while its answer process sleeps ends autograde at once."
     done = subprocess.Popen([sys.executable, "-m", "tito", "nbgrader", "autograde", "01", "--student", "sleeper",
                              "--student", "honest", "--jobs", jobs], cwd=hostile[0].root, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(8)  # the sleeper's kernel is running by now
+    started = time.time()
+    graded = hostile[0].root / "autograded" / "honest" / "01_tensor" / "01_tensor.ipynb"
+    deadline = time.monotonic() + 300  # the course's answers come first, then the sleeper's answer process starts
+    while time.monotonic() < deadline and not (
+            _running("tito-answer-sleeper-")  # and with two jobs, the other worker is past its start-up too
+            and (jobs == "1" or (graded.is_file() and graded.stat().st_mtime > started))):
+        time.sleep(0.2)
+    time.sleep(2)  # the sleeper is in its first check (`_as_array` sleeps) by now
     os.killpg(done.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
     out, err = done.communicate(timeout=60)
     lines = err.strip().splitlines()

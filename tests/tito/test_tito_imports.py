@@ -23,49 +23,110 @@ def fresh_python(code: str, *args: str, pythonpath=None) -> str:
     return done.stdout
 
 
-def tito_imports() -> dict:
-    "Each tito module -> the tito modules it imports anywhere in it (in functions too)."
+def _module_names() -> dict:
+    "Each tito module's dotted name -> its file: tito/*.py, and the package tito/grading/ with its modules."
+    files = {}
+    for path in sorted(TITO.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        if "__pycache__" in parts:
+            continue
+        files[".".join(parts).removesuffix(".__init__")] = path
+    return files
+
+
+def tito_imports(top_level_only: bool = False) -> dict:
+    """Each tito module (tito.x, tito.grading.y) -> the tito modules it imports anywhere in it (in functions too;
+    with `top_level_only`, only the imports run when it is loaded)."""
+    files = _module_names()
+
+    def known(name: str):
+        "`name` if it is a tito module; for `from tito.grading import judge`, tito.grading.judge."
+        return name if name in files else None
+
     graph = {}
-    for path in TITO.glob("*.py"):
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tito":
-                names = [f"tito.{alias.name}" for alias in node.names] if node.module == "tito" else [node.module]
-                found.update(name for name in names if (TITO / f"{name.split('.')[1]}.py").is_file())
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in (tree.body if top_level_only else ast.walk(tree)):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from . import x, from .x import y
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                if base.split(".")[0] != "tito":
+                    continue
+                for alias in node.names:
+                    target = known(f"{base}.{alias.name}") or known(base)
+                    if target:
+                        found.add(target)
             elif isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names if alias.name.startswith("tito."))
-        graph[f"tito.{path.stem}"] = found - {f"tito.{path.stem}"}
+                found.update(a.name for a in node.names if a.name.startswith("tito.") and known(a.name))
+        graph[name] = found - {name}
     return graph
 
 
 def test_the_graph_reader_sees_imports_inside_functions():
     graph = tito_imports()
-    assert "tito.grading" in graph["tito.workspace"], "imported inside init_student_workspace"
+    assert "tito.grading.generate" in graph["tito.workspace"], "imported inside init_student_workspace"
     assert "tito.cli" in graph["tito.milestone"], "imported under `if __name__ == '__main__'`"
 
 
 def test_grading_finds_the_workspaces_paths_in_the_lowest_module():
-    "Grading needs only the lowest modules: the workspace's paths (course), its sandbox, kernel, locks and feedback filter."
+    """Grading (the package tito.grading) needs only the lowest modules: the workspace's paths (course), locks and the
+    notebook reader, and its own stages; no Jupyter kernel module any more (the answer process replaced it)."""
     graph = tito_imports()
-    assert graph["tito.grading"] <= {"tito.course", "tito.sandbox", "tito.kernel", "tito.locking", "tito.hidden_tests"}
+    grading = {name: imported for name, imported in graph.items() if name.startswith("tito.grading")}
+    assert {"tito.grading", "tito.grading.judge", "tito.grading.sandbox", "tito.grading.probes",
+            "tito.grading.answer", "tito.grading.autograde"} <= grading.keys()
+    for name, imported in grading.items():
+        outside = {m for m in imported if not m.startswith("tito.grading")}
+        assert outside <= {"tito.course", "tito.locking", "tito.notebooks"}, (name, outside)
+    assert "tito.kernel" not in graph and "tito.hidden_tests" not in graph and "tito.sandbox" not in graph
     assert graph["tito.course"] == set()
 
 
+def test_the_answer_process_imports_nothing_of_tito():
+    """answer.py and probes.py are copied into the sandbox, which cannot see tito: answer.py imports nothing of it,
+    and probes.py only inside `checks()`, which runs in a student's notebook, never in the answer process."""
+    graph = tito_imports()
+    assert graph["tito.grading.answer"] == set()
+    assert graph["tito.grading.probes"] <= {"tito.grading.notebook_checks"}
+    tree = ast.parse((TITO / "grading" / "probes.py").read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [n for n in top if "tito" in ast.dump(n)], "probes.py imports tito when it is loaded"
+
+
+def _package_as_one(graph: dict) -> dict:
+    "The graph with tito.grading.* as one node, tito.grading (what tito.grading was before it became a package)."
+    one = lambda m: "tito.grading" if m.startswith("tito.grading") else m
+    out: dict = {}
+    for name, imported in graph.items():
+        out.setdefault(one(name), set()).update(one(m) for m in imported)
+    return {name: imported - {name} for name, imported in out.items()}
+
+
 def test_no_import_cycle_among_titos_modules():
-    graph, done, path = tito_imports(), set(), []
+    """Between tito's modules (the grading package counted as one), imports go one way, in functions too. Inside
+    the package, the imports run at load time go one way; a few go back from inside functions (setup names
+    JudgeCells and HideHiddenTests in nbgrader's config; probes' `checks` runs notebook_checks in a notebook)."""
+    graph = _package_as_one(tito_imports())
+    inner = {name: imported for name, imported in tito_imports(top_level_only=True).items()
+             if name.startswith("tito.grading")}
+    for g in (graph, inner):
+        done, path = set(), []
 
-    def visit(module):
-        assert module not in path, f"import cycle: {' -> '.join(path[path.index(module):] + [module])}"
-        if module in done:
-            return
-        path.append(module)
-        for imported in sorted(graph.get(module, ())):
-            visit(imported)
-        path.pop()
-        done.add(module)
+        def visit(module):
+            assert module not in path, f"import cycle: {' -> '.join(path[path.index(module):] + [module])}"
+            if module in done:
+                return
+            path.append(module)
+            for imported in sorted(g.get(module, ())):
+                visit(imported)
+            path.pop()
+            done.add(module)
 
-    for module in sorted(graph):
-        visit(module)
+        for module in sorted(g):
+            visit(module)
 
 
 def test_the_workspace_imports_without_grading():
