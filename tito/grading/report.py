@@ -146,23 +146,13 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+WHY = (("missing", "notebook missing"), ("broken", "not importable"), ("died", "crashed"), ("flood", "flood"),
+       ("timed_out", "timed out"), ("limits", "hit a limit"), ("changed", "locked cell edited"))  # row field, words
+
+
 def why(row: StudentScore) -> list[str]:
     "A few words for each reason a submission lost points beyond wrong answers (the table's `why` column)."
-    out = []
-    if row.missing:
-        out.append("notebook missing")
-    if row.broken:
-        out.append("not importable")
-    if row.died:
-        out.append("crashed")
-    if row.flood:
-        out.append("flood")
-    if row.timed_out:
-        out.append("timed out")
-    if row.limits:
-        out.append("hit a limit")
-    if row.changed:
-        out.append("locked cell edited")
+    out = [words for name, words in WHY if getattr(row, name)]
     if row.error and not row.missing:
         out.append("not autograded" if row.error == "not autograded" else "nbgrader error")
     return out
