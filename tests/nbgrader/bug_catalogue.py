@@ -46,6 +46,9 @@ BUGS["01"] = [
     Bug("flat-matmul-not-reshaped", "the flattened (batch·seq, k) @ (k, m) product is not reshaped back",
         "matmul", "        out = (a.data.reshape(-1, a.shape[-1]) @ b.data).reshape(*a.shape[:-1], b.shape[-1])",
         "        out = a.data.reshape(-1, a.shape[-1]) @ b.data"),
+    Bug("batched-matmul-with-dot", "np.dot for the general case: right for matrices, wrong for batches (it pairs every "
+        "batch of a with every batch of b)", "matmul", "        out = np.matmul(a.data, b.data)",
+        "        out = np.dot(a.data, b.data)"),
     Bug("matmul-check-assumes-2d", "the alignment check reads b.shape[-2] even for a 1-D b", "matmul",
         "    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]", "    k_b = b.shape[-2]"),
     Bug("transpose-reverses-axes", "transpose reverses every axis (numpy's .T) instead of swapping two",
