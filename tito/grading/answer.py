@@ -13,8 +13,8 @@ REQUEST (JSON) says:
   is written outside `work`: in the sandbox, nothing else is writable); or none, to import `path` as it is;
 - `tapes`: one tape per graded cell (`tito.grading.probes`); `skip`: tapes not to run again.
 
-For each tape it writes OUT/started-I before replaying it and OUT/result-I.json after, so the judge knows which tape
-was running when the process died or ran out of time. OUT/status.json says how far the set-up got. Nothing the
+For each tape, in order, it writes OUT/result-I.json (tito takes each away as it appears, and times the next tape
+from then). OUT/status.json says how far the set-up got. Nothing the
 student's code prints matters: the judge reads only these files, as data, with a size cap.
 """
 import importlib
@@ -87,7 +87,6 @@ def main(request_path: str, out_dir: str) -> int:
     for index, tape in enumerate(request["tapes"]):
         if index in skip:
             continue
-        (out / f"started-{index}").touch()
         _write(out / f"result-{index}.json", probes.replay(tape, tt))
     _status(out, "done")
     return 0

@@ -24,6 +24,7 @@ from traitlets import Any
 from tito.course import Module, TitoError, Workspace
 from tito.grading import judge, sandbox
 from tito.grading.collect import valid_student_id
+from tito.grading.feedback import without_hidden
 from tito.grading.generate import generate
 from tito.grading.report import StudentScore, scores
 from tito.grading.setup import (GRADEBOOK_LOCK, Grading, _dir, _error_line, _quiet_sqlalchemy, _students,
@@ -41,14 +42,11 @@ def verdict_output(verdict: judge.Verdict) -> list:
 
 
 def _without_hidden_tests(nb):
-    "A copy of `nb` without the hidden-test regions that nbgrader's OverwriteCells put back into its graded cells."
-    from tito.grading.feedback import BEGIN_HIDDEN, hidden_lines
-
+    "A copy of `nb` without the hidden-check regions that nbgrader's OverwriteCells put back into its graded cells."
     out = nbformat.from_dict(nb)
     for cell in out.cells:
-        if cell.cell_type == "code" and BEGIN_HIDDEN in cell.source:
-            hidden = hidden_lines(cell.source)
-            cell.source = "\n".join(line for n, line in enumerate(cell.source.split("\n"), 1) if n not in hidden)
+        if cell.cell_type == "code":
+            cell.source = without_hidden(cell.source)
     return out
 
 
@@ -76,22 +74,22 @@ class JudgeCells(NbGraderPreprocessor):
                                           library=Path(g.library) if g.library else None)
 
             with released(file_lock(ws.root / GRADEBOOK_LOCK)):
-                run = answers(probes.cells, "graded")
-                graded = judge.judge(probes, expected, run)
-                wrong = {v.grade_id for v in graded if v.visible_failed}
-                if wrong:  # the words about visible checks come from a process that never saw a hidden input
+                graded = judge.judge(probes, expected, answers(probes.cells, "graded"))
+                # The graded run's process held the hidden inputs: the words about visible checks (and about an
+                # export or import that failed) come from a run that never did.
+                wrong = {v.grade_id for v in graded if v.visible_failed or v.kind in ("not exported", "not imported")}
+                if wrong:
                     shown = [i for i, c in enumerate(visible.cells) if c.grade_id in wrong]
-                    seen = answers([visible.cells[i] for i in shown], "visible")
                     part = judge.Probes(visible.module, [visible.cells[i] for i in shown], visible.modules,
                                         visible.package)
-                    graded = judge.with_visible_messages(
-                        graded, judge.judge(part, [visible_expected[i] for i in shown], seen))
+                    said = judge.judge(part, [visible_expected[i] for i in shown], answers(part.cells, "visible"),
+                                       detail=True)
+                    graded = judge.with_visible_messages(graded, said)
         verdicts = {v.grade_id: v for v in graded}
         for cell in nb.cells:
             gid = grade_id(cell)
             if cell.cell_type == "code" and gid in verdicts:
                 cell.outputs = verdict_output(verdicts[gid])
-        resources.setdefault("tito", {})["printed"] = run.printed
         return nb, resources
 
 
@@ -99,12 +97,18 @@ _JUDGE_INPUTS: dict = {}  # in a grading process: (expected file, module) -> (pr
 
 
 def _judge_inputs(g: Grading, ws: Workspace, mod: Module):
-    "((all probes, the course's answers), (the release's visible probes, the course's answers)), read once."
+    """((all probes, the course's answers), (the release's visible probes, the course's answers)), traced again in
+    this process and checked against the tapes the answers were made for."""
     key = (g.expected, mod.name)
     if key not in _JUDGE_INPUTS:
-        answers = json.loads(Path(g.expected).read_text(encoding="utf-8"))
-        _JUDGE_INPUTS[key] = ((judge.read_probes(ws, mod), answers["graded"]),
-                              (judge.read_probes(ws, mod, ws.released(mod).notebook), answers["visible"]))
+        saved = json.loads(Path(g.expected).read_text(encoding="utf-8"))
+        pairs = []
+        for name, probes in (("graded", judge.read_probes(ws, mod)),
+                             ("visible", judge.read_probes(ws, mod, ws.released(mod).notebook))):
+            if [c.digest for c in probes.cells] != saved[name]["tapes"]:
+                raise TitoError(f"{mod.name}: the graded cells changed while autograding ran; run autograde again")
+            pairs.append((probes, saved[name]["answers"]))
+        _JUDGE_INPUTS[key] = tuple(pairs)
     return _JUDGE_INPUTS[key]
 
 
@@ -124,12 +128,12 @@ _APIS: dict = {}  # in a worker process: (Grading, module) -> its NbGraderAPI, r
 
 def grade_one(grading: Grading, module: str, student: str, api=None) -> str:
     """nbgrader autograde of one submission (in this process or a worker); '' or nbgrader's error in one line.
-    The gradebook lock is held throughout, except while the notebook runs (tito.kernel.GradingExecute)."""
+    The gradebook lock is held throughout, except while the answer processes run (JudgeCells)."""
     ws = Workspace.find(grading.root)
     with file_lock(ws.root / GRADEBOOK_LOCK), _quiet_sqlalchemy():
         if api is None:
             api = _APIS.get((grading, module)) or _APIS.setdefault(
-                (grading, module), new_api(ws, grading.timeout, grading.verbose, grading))
+                (grading, module), new_api(ws, grading.verbose, grading))
         result = api.autograde(module, student, force=True, create=True)
     return "" if result["success"] else _error_line(result)
 
@@ -138,7 +142,7 @@ def _grade_all(ws: Workspace, grading: Grading, module: str, students: list[str]
     "Grade `students`, `jobs` at a time; student -> nbgrader's error ('' when fine). `done(student)` after each."
     errors = {}
     if jobs <= 1 or len(students) <= 1:
-        api = new_api(ws, grading.timeout, grading.verbose, grading)
+        api = new_api(ws, grading.verbose, grading)
         with _noticing_ctrl_c() as interrupted:
             for sid in students:
                 errors[sid] = grade_one(grading, module, sid, api)
@@ -225,7 +229,9 @@ def autograde(ws: Workspace, mod: Module, students: Optional[list[str]] = None, 
     if sandboxed:
         bwrap = sandbox.require_bwrap()
         sandbox.Sandbox(bwrap, limits).check()
-    if not _assignment_in_gradebook(ws, mod) or not ws.released(mod).notebook.is_file():
+    release = ws.released(mod).notebook
+    if not _assignment_in_gradebook(ws, mod) or not release.is_file() \
+            or release.stat().st_mtime < mod.notebook.stat().st_mtime:
         generate(ws, [mod], verbose=verbose)
     graded: list[str] = []
 
@@ -237,13 +243,16 @@ def autograde(ws: Workspace, mod: Module, students: Optional[list[str]] = None, 
     with tempfile.TemporaryDirectory(prefix="tito-grading-") as tmp:
         library = sandbox.grading_library(ws, mod, Path(tmp) / "lib")
         os.chmod(tmp, 0o755)  # the sandbox's unprivileged user reads the package copy
-        probes = judge.read_probes(ws, mod)
-        visible = judge.read_probes(ws, mod, ws.released(mod).notebook)
-        answers = {name: judge.course_answers(ws, p, Path(tmp) / f"course-{name}", limits, timeout or ws.cell_timeout)
-                   for name, p in (("graded", probes), ("visible", visible))}
-        (Path(tmp) / "expected.json").write_text(json.dumps(answers), encoding="utf-8")
+        private = Path(tmp) / "judge"  # the course's answers, hidden checks' included: nobody else reads them
+        private.mkdir(mode=0o700)
+        saved = {}
+        for name, probes in (("graded", judge.read_probes(ws, mod)), ("visible", judge.read_probes(ws, mod, release))):
+            saved[name] = {"tapes": [c.digest for c in probes.cells],
+                           "answers": judge.course_answers(ws, probes, private / name, limits,
+                                                           timeout or ws.cell_timeout)}
+        (private / "expected.json").write_text(json.dumps(saved), encoding="utf-8")
         grading = Grading(str(ws.root), timeout, bwrap, str(library or ""), str(tmp), limits, verbose,
-                          str(Path(tmp) / "expected.json"))
+                          str(private / "expected.json"))
         try:
             errors = _grade_all(ws, grading, mod.name, students, jobs, done)
         except KeyboardInterrupt:

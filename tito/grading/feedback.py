@@ -27,13 +27,20 @@ def hidden_lines(source: str) -> set:
     return hidden
 
 
+def without_hidden(source: str) -> str:
+    "`source` without its hidden-check region (as nbgrader's release shows it)."
+    if BEGIN_HIDDEN not in source:
+        return source
+    hidden = hidden_lines(source)
+    return "\n".join(line for n, line in enumerate(source.split("\n"), 1) if n not in hidden)
+
+
 class HideHiddenTests(NbGraderPreprocessor):
     "Feedback shows a student what the release showed: a graded cell's hidden-check region is removed."
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and BEGIN_HIDDEN in cell.source:
-            hidden = hidden_lines(cell.source)
-            cell.source = "\n".join(line for n, line in enumerate(cell.source.split("\n"), 1) if n not in hidden)
+        if cell.cell_type == "code":
+            cell.source = without_hidden(cell.source)
         return cell, resources
 
 

@@ -9,12 +9,11 @@ import nbformat
 
 from tito.course import Module, TitoError, Workspace
 from tito.grading import judge
+from tito.grading.feedback import BEGIN_HIDDEN, END_HIDDEN
 from tito.grading.sandbox import Limits
 from tito.grading.setup import _error_line, course_id, exchange_folder, nbgrader_api
 
-_MARKERS = {"BEGIN SOLUTION": "solution", "END SOLUTION": "solution",
-            "BEGIN HIDDEN TESTS": "grade", "END HIDDEN TESTS": "grade"}
-
+_MARKERS = {"BEGIN SOLUTION": "solution", "END SOLUTION": "solution", BEGIN_HIDDEN: "grade", END_HIDDEN: "grade"}
 
 
 def lint_markers(notebook: Path, label: str = "") -> None:
@@ -53,6 +52,12 @@ def ship_expected(ws: Workspace, mod: Module, notebook: Path) -> Path:
     """Beside the release notebook: the course's answers to its visible checks (the release has no hidden ones), so
     a student's `tito module complete` and check cells give the judge's verdicts without the course's code."""
     visible = judge.read_probes(ws, mod, notebook)
+    graded = {c.grade_id: c for c in judge.read_probes(ws, mod).cells}
+    for cell in visible.cells:
+        names = [c["name"] for c in graded[cell.grade_id].checks if not c["hidden"]]
+        if [c["name"] for c in cell.checks] != names:
+            raise TitoError(f"{ws.rel(mod.notebook)}, graded cell `{cell.grade_id}`: the release's checks are not the "
+                            "visible checks of the source (keep every check of the hidden region inside it)")
     with tempfile.TemporaryDirectory(prefix="tito-expected-") as tmp:
         expected = judge.course_answers(ws, visible, Path(tmp), Limits.of(ws), ws.cell_timeout)
     path = judge.expected_file(notebook)

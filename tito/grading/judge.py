@@ -24,6 +24,7 @@ from tito.grading.probes import Block, ProbeError, decode_data
 from tito.grading.sandbox import Limits, package_source, run_answer
 from tito.notebooks import cell_title, directives, grade_id, is_exercise, is_graded, parse_notebook
 
+DESCRIBED = {"get", "item", "call", "op"}  # the steps of a tape that end with their description (probes.Tape.emit)
 EXPECTED_SUFFIX = ".expected.json"  # beside a release notebook: the course's answers to its visible checks
 DEFAULT_TOLERANCE = {"float16": (1e-3, 1e-3), "float32": (1e-5, 1e-6), "float64": (1e-7, 1e-10)}
 PYTHON_FLOAT_TOLERANCE = (1e-5, 1e-8)  # a Python float may come from float32 work (`.item()`)
@@ -51,7 +52,18 @@ class GradedCell:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.tape, sort_keys=True).encode()).hexdigest()[:16]
+        return tape_digest(self.tape)
+
+
+def tape_digest(tape: dict) -> str:
+    "What identifies a tape: its steps and operands, not their descriptions (reprs differ between numpy versions)."
+    return hashlib.sha256(json.dumps([_bare(tape["steps"]), tape["checks"]]).encode()).hexdigest()[:16]
+
+
+def _bare(steps: list) -> list:
+    "The steps without the description each get/item/call/op step ends with."
+    return [step[:-1] if step[0] in DESCRIBED else [*step[:2], _bare(step[2])] if step[0] == "expect" else step
+            for step in steps]
 
 
 @dataclass
@@ -132,13 +144,11 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
-def show(value, hidden: bool = False) -> str:
+def show(value) -> str:
     "A value (as data) in a few words, for a message; names the student's code made up are never shown verbatim."
     kind = _kind(value)
     if kind == "$raised":
         name = _error_name(value)
-        if hidden:
-            return f"raised {name}" if name in BUILTIN_ERRORS else "raised an exception"
         message = value.get("message", "")[:200]
         return f"raised {name}" + (f": {message}" if message else "")
     if kind == "$missing":
@@ -267,7 +277,7 @@ def _compare_numbers(expected, received, options: dict, at: str) -> Optional[str
         _kind(received) in ("$array", "$scalar")
     if strict and exp.dtype != got.dtype:
         return f"expected dtype {exp.dtype}{at}, received {got.dtype} ({show(received)})"
-    rtol, atol = DEFAULT_TOLERANCE.get(str(exp.dtype) if exp.dtype.kind == "f" else "float64")
+    rtol, atol = _tolerance(expected, exp, got)
     rtol, atol = options.get("rtol", rtol), options.get("atol", atol)
     if exp.dtype.kind in "biu" and got.dtype.kind in "biu":
         ok = np.array_equal(exp, got)
@@ -288,6 +298,15 @@ def _compare_numbers(expected, received, options: dict, at: str) -> Optional[str
         at_index = f" at {index}" if exp.ndim else ""
         where = f"; first difference{at_index}: expected {exp[index].item()!r}, received {got[index].item()!r}"
     return f"expected {show(expected)}{at}, received {show(received)}{where}"
+
+
+def _tolerance(expected, exp: np.ndarray, got: np.ndarray) -> tuple:
+    "(rtol, atol): of the less precise of the two float dtypes; a Python float may come from float32 work."
+    if _kind(expected) in ("float", "$float"):
+        return PYTHON_FLOAT_TOLERANCE
+    found = [DEFAULT_TOLERANCE.get(str(a.dtype)) for a in (exp, got) if a.dtype.kind == "f"]
+    found = [t for t in found if t] or [DEFAULT_TOLERANCE["float64"]]
+    return max(found)
 
 
 def compare_raises(received, options: dict) -> Optional[str]:
@@ -316,6 +335,7 @@ class Verdict:
     max_points: float
     failures: list = field(default_factory=list)  # one line per failed check (hidden ones without their inputs)
     reason: str = ""  # what the judge observed beyond wrong answers: timed out, died, flood, not exported, ...
+    kind: str = ""  # the reason's kind: a key of VERDICT_ERRORS, set where it was observed
     blame: str = ""  # "fix Exercise N first" when an exercise it builds on failed too
     not_done: bool = False  # it raised NotImplementedError: the exercise is still the release's stub
     visible_failed: list = field(default_factory=list)  # names of the visible checks that failed
@@ -367,30 +387,33 @@ def expected_answers(probes: Probes, answers) -> list:
     return out
 
 
-def judge(probes: Probes, expected: list, answers, visible_only: bool = False) -> list[Verdict]:
+def judge(probes: Probes, expected: list, answers, detail: bool = False) -> list[Verdict]:
     """One verdict per graded cell, from the course's answers (`expected`, one list per cell) and the student's
-    (`answers`, an AnswerRun). Hidden checks fail without their inputs or expected values."""
+    (`answers`, an AnswerRun). Hidden checks fail without their inputs or expected values. What the answer process
+    said of a failed export or import is quoted only with `detail`, for a run that held no hidden check."""
     verdicts = []
-    setup = answers.status.get("stage")
+    stage = answers.status.get("stage") or ""
+    setup_failed = stage == "export failed" or stage.startswith("import of")
     for index, cell in enumerate(probes.cells):
         v = Verdict(cell.grade_id, cell.exercise, cell.title, 0.0, cell.points)
         results = answers.results.get(index)
-        if setup in ("export failed",) or (setup or "").startswith("import of"):
-            try:
-                detail = show(answers.status["error"]) if answers.status.get("error") else "no detail"
-            except Exception:  # noqa: BLE001 - status.json is written in the student's process: it may be forged
-                detail = "no readable detail"
-            v.reason = f"the notebook could not be {'exported' if setup == 'export failed' else 'imported'} ({detail})"
-        elif results is None or len(results) != len(cell.checks):
-            v.reason = answers.stopped.get(index) or ("its answers could not be read" if index in answers.results
-                                                      else "did not run")
+        if results is None and setup_failed:
+            v.kind = "not exported" if stage == "export failed" else "not imported"
+            v.reason = f"its answer process reported that the notebook could not be {v.kind.split()[1]}"
+            if detail and answers.status.get("error"):
+                try:
+                    v.reason += f" ({show(answers.status['error'])})"
+                except Exception:  # noqa: BLE001 - written in the student's process: it may be anything
+                    pass
+        elif index in answers.stopped:
+            stop = answers.stopped[index]
+            v.kind, v.reason = ("died" if stop.kind == "not run" else stop.kind), stop.why
+        elif not isinstance(results, list) or len(results) != len(cell.checks):
+            v.kind, v.reason = "no answer", "its answers could not be read"
         else:
             hidden_number = 0
             for check, exp, got in zip(cell.checks, expected[index], results):
-                if check["hidden"]:
-                    hidden_number += 1
-                    if visible_only:
-                        continue
+                hidden_number += check["hidden"]
                 try:
                     why = compare_raises(got, check["options"]) if check["kind"] == "raises" else \
                         compare(exp, got, check["options"])
@@ -418,22 +441,9 @@ def judge(probes: Probes, expected: list, answers, visible_only: bool = False) -
     return verdicts
 
 
-def verdict_kind(verdict: judge.Verdict) -> str:
-    "The category of a failed verdict, from what the judge observed (never from the student's output)."
-    reason = verdict.reason
-    if reason.startswith("the notebook could not be exported"):
-        return "not exported"
-    if reason.startswith("the notebook could not be imported"):
-        return "not imported"
-    if reason.startswith("flood"):
-        return "flood"
-    if reason.startswith("timed out"):
-        return "timed out"
-    if "limit" in reason:
-        return "limit"
-    if reason:
-        return "died" if "process" in reason or "killed" in reason else "no answer"
-    return "not done" if verdict.not_done else "wrong"
+def verdict_kind(verdict: Verdict) -> str:
+    "The kind of a failed verdict (a key of VERDICT_ERRORS), as the judge observed it."
+    return verdict.kind or ("not done" if verdict.not_done else "wrong")
 
 
 def with_visible_messages(graded: list, visible: list) -> list:
@@ -442,6 +452,8 @@ def with_visible_messages(graded: list, visible: list) -> list:
     answered to a visible check (a message, a class name, values) could carry them: it is never shown."""
     said = {v.grade_id: v for v in visible}
     for v in graded:
+        if v.kind in ("not exported", "not imported") and said.get(v.grade_id) and said[v.grade_id].kind == v.kind:
+            v.reason = said[v.grade_id].reason  # the same failure, in the words of a run without hidden checks
         if not v.visible_failed:
             continue
         words = {}

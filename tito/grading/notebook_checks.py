@@ -7,12 +7,11 @@ exported code in a separate process (tito.grading.judge).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import types
 from pathlib import Path
 
-from tito.grading.judge import EXPECTED_SUFFIX, compare, compare_raises, show
+from tito.grading.judge import EXPECTED_SUFFIX, compare, compare_raises, show, tape_digest
 from tito.grading.probes import replay
 
 
@@ -37,7 +36,7 @@ def run_in_notebook(block, namespace: dict):
     "Replay the block on the notebook's names; print a line when every check passes, else raise CheckFailed."
     tape = block.tape.as_json()
     results = replay(tape, types.SimpleNamespace(**namespace))
-    digest = hashlib.sha256(json.dumps(tape, sort_keys=True).encode()).hexdigest()[:16]
+    digest = tape_digest(tape)
     expected = _expected(block.exercise, digest)
     failures = []
     for i, (check, got) in enumerate(zip(block.tape.checks, results)):

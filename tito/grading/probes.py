@@ -121,8 +121,7 @@ def _short(value) -> str:
     if isinstance(value, Sym):
         return value._text
     if isinstance(value, np.ndarray):
-        return f"<{value.dtype} array {value.shape}>" if value.size > 6 else \
-            f"np.array({value.tolist()}{'' if value.dtype.kind == 'f' and value.dtype != np.float64 else ''})"
+        return f"<{value.dtype} array {value.shape}>" if value.size > 6 else f"np.array({value.tolist()})"
     if isinstance(value, (list, tuple)) and len(value) > 6:
         return f"<{type(value).__name__} of {len(value)}>"
     if isinstance(value, (list, tuple)):
@@ -195,10 +194,14 @@ class Tape:
             raise ProbeError(f"a probe cannot hand {type(value).__name__} to the student's code: {e}") from None
 
     def _is_hidden(self) -> bool:
-        frame = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename != self._filename:
+        """Whether the statement of the graded cell that led to this check lies in its hidden region (the outermost
+        frame in the cell: a helper defined above may be called from below the marker)."""
+        frame, line = sys._getframe(2), None
+        while frame is not None:
+            if frame.f_code.co_filename == self._filename:
+                line = frame.f_lineno
             frame = frame.f_back
-        return frame is not None and frame.f_lineno in self._hidden_lines
+        return line in self._hidden_lines
 
     def check(self, name: str, value, **options):
         "The judge compares `value` (a result of the student's code) with the course's answer to the same steps."

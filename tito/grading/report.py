@@ -109,7 +109,7 @@ def _grade_order(notebook: Path) -> list[str]:
 
 def scores(ws: Workspace, mod: Module, students: Optional[list[str]] = None) -> list[StudentScore]:
     """Per-student, per-graded-cell scores of one module from the gradebook, with why points were lost: time-outs,
-    a dead kernel, sandbox limits, edited locked cells, a missing notebook."""
+    a crashed answer process, sandbox limits, a flood, edited locked cells, a missing notebook."""
     from nbgrader.api import MissingEntry
 
     students = students if students is not None else _students(ws, "submitted", mod)

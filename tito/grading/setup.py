@@ -51,13 +51,13 @@ def _logger(verbose: bool) -> logging.Logger:
 class Grading:
     "How submissions are run when autograding (picklable: worker processes get it)."
     root: str  # the course workspace
-    timeout: Optional[int] = None  # seconds per cell (None: settings.ini [limits] cell_timeout)
-    bwrap: str = ""  # the sandbox program; "" runs kernels unprotected (--no-sandbox)
-    library: str = ""  # the package copy a kernel may import (tito.sandbox.grading_library)
-    scratch: str = ""  # the kernels' private folders go here (autograde removes it, even after Ctrl-C)
+    timeout: Optional[int] = None  # seconds for a graded cell's checks (None: settings.ini [limits] cell_timeout)
+    bwrap: str = ""  # the sandbox program; "" runs the answer process unprotected (--no-sandbox)
+    library: str = ""  # the package copy the answer process imports beside the submission (sandbox.grading_library)
+    scratch: str = ""  # each answer process's folders go here (autograde removes it, even after Ctrl-C)
     limits: sandbox.Limits = sandbox.Limits()
     verbose: bool = False
-    expected: str = ""  # a JSON file of the course's answers to every probe (tito.grading.autograde.course_answers)
+    expected: str = ""  # a JSON file of the course's answers to every probe (autograde.autograde writes it)
 
 
 def exchange_root(ws: Workspace) -> Optional[Path]:
@@ -74,13 +74,13 @@ def exchange_folder(ws: Workspace) -> Path:
 
 
 def hidden_from_sandbox(ws: Workspace) -> list[str]:
-    "Folders a sandboxed kernel must never see, even under a system folder it sees (a course in /usr/local/...)."
+    "Folders the sandbox must never show, even under a system folder it sees (a course in /usr/local/...)."
     folders = {ws.root.resolve(), exchange_folder(ws)}
     folders |= {_dir(ws, step).resolve() for step in ("submitted", "autograded", "feedback")}
     return sorted(str(f) for f in folders)
 
 
-def nbgrader_config(ws: Workspace, timeout: Optional[int] = None, grading: Optional[Grading] = None):
+def nbgrader_config(ws: Workspace, grading: Optional[Grading] = None):
     "nbgrader's configuration for the course `ws`, from its settings.ini (and how to run submissions, `grading`)."
     from traitlets.config import Config
 
@@ -101,12 +101,6 @@ def nbgrader_config(ws: Workspace, timeout: Optional[int] = None, grading: Optio
     c.CourseDirectory.db_url = "sqlite:///" + str(ws.root / get("gradebook", "gradebook.db"))
     if (root := exchange_root(ws)) is not None:
         c.Exchange.root = str(root)
-    limit = timeout if timeout is not None else ws.cell_timeout
-    c.Execute.timeout = limit  # nbgrader's ExecutePreprocessor: seconds per cell
-    c.ExecutePreprocessor.timeout = limit
-    c.Execute.interrupt_on_timeout = True
-    # Quiet the kernel's own start-up warnings (it still reports errors); cells' errors are in the notebook.
-    c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
     from nbgrader.converters import GenerateFeedback
 
     from tito.grading.feedback import HideHiddenTests
@@ -136,21 +130,20 @@ def _quiet_sqlalchemy():
         yield
 
 
-def new_api(ws: Workspace, timeout: Optional[int] = None, verbose: bool = False, grading: Optional[Grading] = None):
+def new_api(ws: Workspace, verbose: bool = False, grading: Optional[Grading] = None):
     "An `NbGraderAPI` for the course `ws` (nbgrader_api is the usual way; this one outlives a `with` block)."
     python_first_on_path()
     with _quiet_sqlalchemy():
         from nbgrader.apps import NbGraderAPI
 
-        return NbGraderAPI(config=nbgrader_config(ws, timeout, grading), log=_logger(verbose))
+        return NbGraderAPI(config=nbgrader_config(ws, grading), log=_logger(verbose))
 
 
 @contextmanager
-def nbgrader_api(ws: Workspace, timeout: Optional[int] = None, verbose: bool = False,
-                 grading: Optional[Grading] = None):
+def nbgrader_api(ws: Workspace, verbose: bool = False, grading: Optional[Grading] = None):
     "An `NbGraderAPI` for the course `ws`, with PATH fixed and SQLAlchemy's warnings silenced."
     with _quiet_sqlalchemy():
-        yield new_api(ws, timeout, verbose, grading)
+        yield new_api(ws, verbose, grading)
 
 
 def _error_line(result: dict) -> str:
