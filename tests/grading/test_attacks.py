@@ -564,7 +564,6 @@ def test_a_flood_of_output(tmp_path):
     build(ws, inbox / "flood.ipynb", append={"shape-ops": "\n_FLOODED = []\n"})
     nb = nbformat.read(inbox / "flood.ipynb", as_version=4)
     [c] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "shape-ops"]
-    flood_body = textwrap.indent(FLOOD, "    ")
     c.source = c.source.replace('    "The same elements in a new shape (a view when possible); one axis may be -1."\n',
                                 '    "The same elements in a new shape (a view when possible); one axis may be -1."\n'
                                 + "    if not _FLOODED:\n        _FLOODED.append(1)\n" + textwrap.indent(FLOOD, "        "))
