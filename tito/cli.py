@@ -323,10 +323,10 @@ def test(module: str = typer.Argument(..., help="Module number or name, e.g. 01.
 
 
 def _shortfall(tests: Checks, checks: Checks, pending=()) -> str:
-    "What keeps a module from passing, in a few words: '1 exercise not done, 3 tests failed, no graded cells ran'."
+    "What keeps a module from passing, in a few words: '1 exercise not done, 3 tests failed, no checks ran'."
     count = lambda n, noun: f"{n} {noun}{'' if n == 1 else 's'}"
     parts = [f"{count(len(pending), 'exercise')} not done"] if pending else []
-    for noun, found in (("test", tests), ("graded cell", checks)):
+    for noun, found in (("test", tests), ("check", checks)):  # checks: the exercises' verdicts and notebook cells
         if found.missing or not found.outcomes:
             parts.append(f"no {noun}s ran")
         elif bad := found.count("failed") + found.count("error"):

@@ -2,7 +2,7 @@
 import json
 import re
 
-from tito_helpers import assert_one_line_error, cells, edit_notebook, notebook_path, run_tito, tree_digest
+from tito_helpers import as_student, assert_one_line_error, cells, edit_notebook, notebook_path, run_tito, tree_digest
 
 MUL = "out = a.data * b.data"
 
@@ -22,12 +22,19 @@ def line_with(output: str, name: str) -> str:
     return found[0]
 
 
+def judged(output: str) -> str:
+    "The part of tito's output after pytest's: the judge's table, one verdict per exercise, and what follows."
+    assert "graded checks of" in output, output
+    return output[output.index("graded checks of"):]
+
+
 def test_complete_01_passes_and_records_progress(course):
+    as_student(course)
     result = run_tito(course, "module", "complete", "01")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "module 01 complete" in result.stdout
     assert "pytest tests/01_tensor/: 2 passed, 1 skipped" in result.stdout
-    assert f"{len(graded_cells(course))} passed" in line_with(result.stdout, "graded cells of")
+    assert f"{len(graded_cells(course))} passed" in line_with(result.stdout, "graded checks of")
     assert "probe: a skipped test is reported with its reason" in result.stdout
     entry = progress(course)["01"]
     assert entry["passed"] is True and entry["completed_at"] == entry["last_run"]
@@ -39,34 +46,41 @@ def test_complete_01_passes_and_records_progress(course):
 
 
 def test_a_wrong_formula_fails_by_name(course):
+    as_student(course)
     edit_notebook(course, MUL, "out = a.data + b.data")
-    tested = run_tito(course, "module", "test", "01")
-    assert tested.returncode == 1
-    assert "failed" in line_with(tested.stdout, "test-arithmetic"), "the notebook's own check catches it"
-    assert "2 passed" in tested.stdout, "the package is not re-exported by `test`, so pytest still passes"
-    assert tested.stderr.strip() == "error: module 01 does not pass yet: 1 graded cell failed", tested.stderr
-
     completed = run_tito(course, "module", "complete", "01")
     assert completed.returncode == 1
     assert "failed" in line_with(completed.stdout, "test_mul_values")
     assert "assert" in line_with(completed.stdout, "test_mul_values"), "the reason is the assertion, on one line"
-    assert "failed" in line_with(completed.stdout, "test-arithmetic")
-    assert "passed" in line_with(completed.stdout, "test-constructor")
+    verdicts = judged(completed.stdout)
+    arithmetic = line_with(verdicts, "(grade_id `arithmetic`)")
+    assert "Exercise 2: elementwise arithmetic" in arithmetic and "failed" in arithmetic, verdicts
+    assert "check 'a * b': expected float32 (2, 2) [10., 40., 30., 80.], received float32 (2, 2) [11., 22.," \
+        in arithmetic, "the judge names the check and the values it compared"
+    assert "passed" in line_with(verdicts, "(grade_id `as-array`)")
     assert "module 01 is not complete yet" in completed.stdout
-    assert completed.stderr.strip() == "error: module 01: 1 test failed, 1 graded cell failed", completed.stderr
+    assert completed.stderr.strip() == "error: module 01: 1 test failed, 1 check failed", completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     assert progress(course)["01"]["passed"] is False and progress(course)["01"]["tests"]["failed"] == 1
 
+    tested = run_tito(course, "module", "test", "01")  # the package `complete` exported: the same verdicts
+    assert tested.returncode == 1
+    assert "failed" in line_with(judged(tested.stdout), "(grade_id `arithmetic`)")
+    assert tested.stderr.strip() == "error: module 01 does not pass yet: 1 test failed, 1 check failed", \
+        tested.stderr
+
 
 def test_an_unfinished_exercise_is_named_not_traced(course):
+    as_student(course)
     edit_notebook(course, MUL, "raise NotImplementedError()")
     result = run_tito(course, "module", "complete", "01")
     output = result.stdout + result.stderr
     assert result.returncode == 1
     assert output.splitlines()[1] == "exercise `arithmetic` not done yet", "listed before anything runs"
     assert "exercise `arithmetic` not done yet" in line_with(result.stdout, "test_mul_values")
-    assert "exercise `arithmetic` not done yet" in line_with(result.stdout, "test-arithmetic")
-    assert "Traceback" not in output and "NotImplementedError" not in output
+    verdict = line_with(judged(result.stdout), "(grade_id `arithmetic`)")
+    assert "failed" in verdict and "exercise `arithmetic` not done yet" in verdict, verdict
+    assert "Traceback" not in output
     assert progress(course)["01"]["pending_exercises"] == ["arithmetic"]
 
 

@@ -79,3 +79,26 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str):
     assert "Traceback" not in result.stderr
     for needle in needles:
         assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+
+
+def as_student(root: Path, *names: str):
+    """Make a course copy a student workspace (what the judge needs of `tito student init`): settings.ini says
+    kind = student, and `release/NN_topic/` holds each named module's notebook (hidden checks removed) with the course's answers to its
+    checks shipped beside it (`NN_topic.expected.json`), computed from the course copy's package as it is now.
+    Call it before editing a notebook, so that the shipped answers are the course's, not the student's."""
+    from tito.course import Workspace
+    from tito.grading.feedback import without_hidden
+    from tito.grading.generate import ship_expected
+    from tito.workspace import mark_student_settings
+
+    ws = Workspace.find(root)
+    for name in names or ("01_tensor",):
+        release = root / "release" / name
+        release.mkdir(parents=True, exist_ok=True)
+        nb = json.loads(notebook_path(root, name).read_text(encoding="utf-8"))
+        for cell in nb["cells"]:  # the release has no hidden checks (as nbgrader's student version)
+            cell["source"] = without_hidden("".join(cell["source"]))
+        (release / f"{name}.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+        ship_expected(ws, ws.module(name), release / f"{name}.ipynb")
+    settings = root / "settings.ini"
+    settings.write_text(mark_student_settings(settings.read_text(encoding="utf-8")), encoding="utf-8")
