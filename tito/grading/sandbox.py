@@ -515,7 +515,8 @@ def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: 
             break
         if len(run.results) == answered and run.status.get("stage") not in ("imported", "done"):
             for i in left:  # the export or the import failed, or the process died before answering anything
-                run.stopped[i] = stop or Stop("not run", "not answered: the notebook was not exported and imported")
+                run.stopped[i] = Stop(stop.kind, f"{stop.why} before it answered a single check") if stop else \
+                    Stop("not run", "not answered: the notebook was not exported and imported")
             break
         run.stopped[left[0]] = stop or Stop("died", "the answer process ended while answering these checks")
         if (stop and stop.kind in ("flood", "limit")) or time.monotonic() > deadline:
