@@ -78,3 +78,58 @@ def test_elementwise_and_reflected_ops_like_torch():
     same(t.log(), tx.log())
     same(t.sqrt(), tx.sqrt())
     same(t.tanh(), tx.tanh())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dims", [(), (1,), (1, 2), (0, 1), (-3, -2), (2, 3), (0, -1), (3, 3)])
+def test_flatten_like_torch(dims, dtype):
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(dtype)
+    out = Tensor(x).flatten(*dims)
+    assert out.dtype == dtype
+    same(out, torch.from_numpy(x).flatten(*dims))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape, sizes", [((3, 1), (2, 3, 4)), ((3, 1), (-1, 4)), ((3, 1), (2, -1, 5)), ((4,), (3, 4)),
+                                          ((), (2, 2)), ((2, 1, 3), (2, 5, 3)), ((1,), (1,))])
+def test_expand_and_broadcast_to_like_torch(shape, sizes, dtype):
+    x = RNG.standard_normal(shape).astype(dtype)
+    same(Tensor(x).expand(*sizes), torch.from_numpy(x).expand(*sizes))
+    if -1 not in sizes:
+        same(Tensor(x).broadcast_to(sizes), torch.broadcast_to(torch.from_numpy(x), sizes))
+
+
+@pytest.mark.parametrize("shape, sizes", [((3, 1), (3, 2, 4)), ((3, 2), (3, 4)), ((2,), (-1, 2))])
+def test_expand_refuses_what_torch_refuses(shape, sizes):
+    with pytest.raises(RuntimeError):
+        torch.zeros(shape).expand(*sizes)
+    with pytest.raises(ValueError, match="broadcast_to"):
+        Tensor(np.zeros(shape)).expand(*sizes)
+
+
+@pytest.mark.parametrize("dims", [(4, 0), (2, 1), (0, -5)])
+def test_flatten_refuses_what_torch_refuses(dims):
+    with pytest.raises((RuntimeError, IndexError)):
+        torch.zeros((2, 3, 4)).flatten(*dims)
+    with pytest.raises(ValueError, match="flatten"):
+        Tensor(np.zeros((2, 3, 4))).flatten(*dims)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_abs_T_and_protocols_like_torch(dtype):
+    x = RNG.standard_normal((3, 4)).astype(dtype)
+    x[0, 0] = 0.0
+    t, tx = Tensor(x), torch.from_numpy(x)
+    same(abs(t), abs(tx))
+    same(t.abs(), tx.abs())
+    same(t.T, tx.T)
+    np.testing.assert_array_equal(np.asarray(t), np.asarray(tx))
+    assert np.asarray(t).dtype == np.asarray(tx).dtype
+    assert np.allclose(t, x) == np.allclose(tx, x) is True
+    assert float(t[1, 2]) == float(tx[1, 2]) and int(t[1, 2] * 10) == int(tx[1, 2] * 10)
+    assert float(Tensor(x[:1, :1])) == float(torch.from_numpy(x[:1, :1]))
+    for convert in (float, int):
+        with pytest.raises(ValueError):
+            convert(tx)
+        with pytest.raises(ValueError):
+            convert(t)

@@ -16,8 +16,8 @@ import pytest
 from tinytorch.core.autograd import GRADIENTS, gradcheck
 from tinytorch.core.tensor import Tensor
 
-MODULE_01_OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "matmul", "sum", "mean",
-                 "max", "reshape", "transpose", "permute", "getitem", "masked_fill"}
+MODULE_01_OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs", "matmul", "sum", "mean",
+                 "max", "reshape", "transpose", "permute", "flatten", "broadcast_to", "getitem", "masked_fill"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,9 @@ CASES = [
     Case("log", "log", lambda a: a.log(), (Positive((2, 3)),)),
     Case("sqrt", "sqrt", lambda a: a.sqrt(), (Positive((2, 3)),)),
     Case("tanh", "tanh", lambda a: a.tanh(), ((2, 3, 2),)),
+    Case("abs", "abs", lambda a: a.abs(), ((2, 3, 2),)),
+    Case("abs builtin", "abs", lambda a: abs(a), ((3, 4),)),
+    Case("abs 0-d", "abs", lambda a: abs(a), ((),)),
     # --- matmul: 2-D, batched, broadcast batch dims, 1-D operands ----------------------------------------------------
     Case("matmul 2-D", "matmul", lambda a, b: a @ b, ((3, 4), (4, 2))),
     Case("matmul square", "matmul", lambda a, b: a @ b, ((3, 3), (3, 3))),
@@ -133,6 +136,16 @@ CASES = [
     Case("permute (1,2,0)", "permute", lambda a: a.permute(1, 2, 0), ((2, 3, 4),)),
     Case("permute negative", "permute", lambda a: a.permute(-1, 0, -2), ((2, 3, 4),)),
     Case("permute tuple 4-D", "permute", lambda a: a.permute((3, 1, 0, 2)), ((2, 3, 2, 3),)),
+    Case("T of a matrix", "transpose", lambda a: a.T, ((3, 4),)),
+    Case("flatten all", "flatten", lambda a: a.flatten(), ((2, 3, 4),)),
+    Case("flatten (1, 2)", "flatten", lambda a: a.flatten(1, 2), ((2, 3, 4, 2),)),
+    Case("flatten (-3, -2)", "flatten", lambda a: a.flatten(-3, -2), ((2, 3, 4, 2),)),
+    Case("flatten 0-d", "flatten", lambda a: a.flatten(), ((),)),
+    Case("broadcast_to new and stretched axes", "broadcast_to", lambda a: a.broadcast_to((2, 3, 4)), ((3, 1),)),
+    Case("broadcast_to ints", "broadcast_to", lambda a: a.broadcast_to(2, 4), ((4,),)),
+    Case("broadcast_to 0-d", "broadcast_to", lambda a: a.broadcast_to((2, 3)), ((),)),
+    Case("expand with -1", "broadcast_to", lambda a: a.expand(2, -1, 4), ((3, 1),)),
+    Case("expand middle axis", "broadcast_to", lambda a: a.expand(2, 5, 3), ((2, 1, 3),)),
     # --- indexing -------------------------------------------------------------------------------------------------
     Case("getitem int", "getitem", lambda a: a[1], ((3, 4),)),
     Case("getitem negative int", "getitem", lambda a: a[-1, -2], ((3, 4),)),

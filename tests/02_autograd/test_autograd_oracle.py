@@ -15,8 +15,8 @@ from tinytorch.core.tensor import Tensor  # noqa: E402
 pytestmark = pytest.mark.oracle
 
 
-MODULE_01_OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "matmul", "sum", "mean",
-                 "max", "reshape", "transpose", "permute", "getitem", "masked_fill"}
+MODULE_01_OPS = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "tanh", "abs", "matmul", "sum", "mean",
+                 "max", "reshape", "transpose", "permute", "flatten", "broadcast_to", "getitem", "masked_fill"}
 
 
 class Ours:
@@ -113,6 +113,13 @@ EXPRESSIONS = [
                lambda L, x, y: L.mean(x.masked_fill(L.const(ROWS_3X1), 0.0) * y, axis=1), ((2, 3, 4), (4,))),
     Expression("transpose, permute, reshape, matmul",
                lambda L, x, w: x.transpose(0, 2).permute(1, 0, 2).reshape(3, 8) @ w, ((2, 3, 4), (8, 2))),
+    Expression("abs and the builtin abs", lambda L, x: (abs(x) * x).tanh() + x.abs(), ((3, 4),)),
+    Expression("flatten, T, expand, broadcast_to",
+               lambda L, x, w, b: (x.flatten(1) @ w.T).tanh() * b.expand(2, -1) + b.broadcast_to((2, 3)),
+               ((2, 3, 4), (3, 12), (3,))),
+    Expression("flatten ranges and expand of a middle axis",
+               lambda L, x, y: x.flatten(-3, -2).flatten(0, 1) * y.expand(2, 4, 2).flatten(end_dim=1),
+               ((2, 2, 2, 2), (2, 1, 2))),
     Expression("max keepdims and mean of squares",
                lambda L, x, y: L.max(x * y, axis=-1, keepdims=True) ** 2 + L.mean(y, axis=0), ((2, 3, 3), (3, 3))),
 ]
@@ -141,6 +148,26 @@ def test_forward_and_all_gradients_match_torch(expression):
     for i, (x, tx) in enumerate(zip(ours, theirs)):
         assert x.grad is not None and x.grad.shape == x.shape, f"input {i}"
         np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-10, err_msg=f"input {i}")
+
+
+NEW_OP_EXPRESSIONS = [e for e in EXPRESSIONS if any(w in e.name for w in ("abs", "flatten"))]
+
+
+@pytest.mark.parametrize("expression", NEW_OP_EXPRESSIONS, ids=[e.name for e in NEW_OP_EXPRESSIONS])
+def test_float32_forward_and_gradients_match_torch(expression):
+    "The same expressions in float32: values and gradients stay float32 and agree with PyTorch's float32 to rounding."
+    arrays = [a.astype(np.float32) for a in expression.arrays()]
+    ours = [Tensor(a.copy(), requires_grad=True) for a in arrays]
+    theirs = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    out, expected = expression.fn(Ours, *ours), expression.fn(Torch, *theirs)
+    assert out.dtype == np.float32 and out.shape == tuple(expected.shape)
+    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    upstream = np.random.default_rng(7).normal(size=out.shape).astype(np.float32)
+    out.backward(upstream)
+    expected.backward(torch.from_numpy(upstream))
+    for i, (x, tx) in enumerate(zip(ours, theirs)):
+        assert x.grad.dtype == np.float32, f"input {i}"
+        np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"input {i}")
 
 
 def test_expressions_use_every_module_01_op(recorded_nodes):

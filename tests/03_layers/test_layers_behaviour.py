@@ -83,10 +83,22 @@ def test_dropout_eval_and_p_zero_are_identity():
     assert Dropout(0.0)(x) is x
 
 
-@pytest.mark.parametrize("p", [-0.01, 1.0, 1.5])
+@pytest.mark.parametrize("p", [-0.01, 1.0001, 1.5, float("nan")])
 def test_dropout_rejects_p_outside_unit_interval(p):
-    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+    with pytest.raises(ValueError, match=r"Dropout: p must be in \[0, 1\]"):
         Dropout(p)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_of_one_gives_zeros_and_zero_gradients(dtype):
+    "As torch.nn.Dropout(p=1.0): every element dropped, no division by zero, no NaN."
+    x = Tensor(np.random.default_rng(0).normal(size=(4, 5)).astype(dtype), requires_grad=True)
+    y = Dropout(1.0)(x)
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y.data, np.zeros((4, 5)))
+    y.backward(np.ones((4, 5)))
+    np.testing.assert_array_equal(x.grad.data, np.zeros((4, 5)))
+    assert Dropout(1.0).eval()(x) is x
 
 
 def test_manual_seed_makes_dropout_and_init_reproducible():

@@ -66,7 +66,24 @@ BUGS["01"] = [
 """, ""),
 ]
 
+BUGS["01"] += [
+    Bug("flatten-end-exclusive", "flatten's end_dim is exclusive, like a Python slice", "shape-ops",
+        "    out = a.data.reshape(shape[:start] + (-1,) + shape[end + 1:])",
+        "    out = a.data.reshape(shape[:start] + (-1,) + shape[end:])"),
+    Bug("expand-minus-one-to-numpy", "expand's -1 is handed to numpy, which does not accept it", "shape-ops",
+        "    shape = tuple(a.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))\n", ""),
+    Bug("abs-by-negation", "abs negates every element instead of the negative ones", "elementwise",
+        "    out = np.abs(a.data)", "    out = -a.data"),
+]
+
 BUGS["02"] = [
+    Bug("abs-grad-one", "the gradient of |a| is taken as 1 everywhere", "elementwise-gradients",
+        "    return (grad * np.sign(a.data),)", "    return (grad,)"),
+    Bug("flatten-grad-to-output-shape", "flatten's gradient is reshaped to the output's shape", "shape-gradients",
+        "    return (grad.reshape(a.shape),)\n    ### END SOLUTION\n\n\n@register_gradient(\"broadcast_to\")",
+        "    return (grad.reshape(out.shape),)\n    ### END SOLUTION\n\n\n@register_gradient(\"broadcast_to\")"),
+    Bug("broadcast-grad-not-summed", "broadcast_to's gradient passes the upstream gradient through unsummed",
+        "shape-gradients", "    return (unbroadcast(grad, a.shape),)", "    return (grad,)"),
     Bug("mean-grad-last-axis", "the mean's gradient divides by the length of the last axis", "reduction-gradients",
         "    count = a.size // max(out.size, 1) if a.size else 1", "    count = a.shape[-1]"),
     Bug("mean-grad-first-axis-only", "the mean's gradient divides by the first reduced axis's length only",
@@ -191,6 +208,18 @@ BUGS["04"] = [
             g *= scale"""),
     Bug("warmup-off-by-one", "the warmup starts at 0 (step / warmup_steps) instead of 1 / warmup_steps",
         "lr-schedule", "        return base_lr * (step + 1) / warmup_steps", "        return base_lr * step / warmup_steps"),
+]
+
+BUGS["04"] += [
+    Bug("bce-logits-naive", "binary cross-entropy with logits as log(sigmoid(x)): -inf far out", "binary-cross-entropy",
+        "    softplus_neg = np.maximum(-z, 0) + np.log1p(np.exp(-np.abs(z)))     # -log sigmoid(z), never overflows",
+        "    softplus_neg = -np.log(1 / (1 + np.exp(-z)))"),
+    Bug("bce-pos-weight-on-negatives", "pos_weight scales the negative term instead of the positive one",
+        "binary-cross-entropy", "    loss = (1 - y) * z + scale * softplus_neg",
+        "    loss = scale * (1 - y) * z + softplus_neg"),
+    Bug("bce-no-clamp", "the logs of binary_cross_entropy are not clamped at -100", "binary-cross-entropy",
+        "        log_p, log_q = np.maximum(np.log(p.data), -100), np.maximum(np.log1p(-p.data), -100)",
+        "        log_p, log_q = np.log(p.data), np.log1p(-p.data)"),
 ]
 
 BUGS["05"] = [

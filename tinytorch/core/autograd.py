@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['GRADIENTS', 'register_gradient', 'add_backward', 'sub_backward', 'mul_backward', 'div_backward', 'neg_backward',
-           'pow_backward', 'exp_backward', 'log_backward', 'sqrt_backward', 'tanh_backward', 'matmul_backward',
-           'sum_backward', 'mean_backward', 'max_backward', 'reshape_backward', 'transpose_backward',
-           'permute_backward', 'getitem_backward', 'masked_fill_backward', 'Node', 'is_grad_enabled', 'no_grad',
-           'record', 'detach', 'unbroadcast', 'topological_order', 'backward', 'GradcheckError', 'gradcheck']
+           'pow_backward', 'exp_backward', 'log_backward', 'sqrt_backward', 'tanh_backward', 'abs_backward',
+           'matmul_backward', 'sum_backward', 'mean_backward', 'max_backward', 'reshape_backward', 'transpose_backward',
+           'permute_backward', 'getitem_backward', 'masked_fill_backward', 'flatten_backward', 'broadcast_to_backward',
+           'Node', 'is_grad_enabled', 'no_grad', 'record', 'detach', 'unbroadcast', 'topological_order', 'backward',
+           'GradcheckError', 'gradcheck']
 
 # %% ../../modules/02_autograd/02_autograd.ipynb #d1224c62
 from contextlib import contextmanager
@@ -81,6 +82,11 @@ def sqrt_backward(grad, out, a):
 @register_gradient("tanh")
 def tanh_backward(grad, out, a):
     return (grad * (1 - out.data * out.data),)
+
+
+@register_gradient("abs")
+def abs_backward(grad, out, a):
+    return (grad * np.sign(a.data),)
 
 
 # %% ../../modules/02_autograd/02_autograd.ipynb #matmul-gradient
@@ -157,6 +163,16 @@ def getitem_backward(grad, out, a, index):
 @register_gradient("masked_fill")
 def masked_fill_backward(grad, out, a, mask):
     return (np.where(mask, 0, grad),)
+
+
+@register_gradient("flatten")
+def flatten_backward(grad, out, a):
+    return (grad.reshape(a.shape),)
+
+
+@register_gradient("broadcast_to")
+def broadcast_to_backward(grad, out, a):
+    return (unbroadcast(grad, a.shape),)
 
 
 # %% ../../modules/02_autograd/02_autograd.ipynb #recorder

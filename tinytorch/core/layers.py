@@ -447,13 +447,15 @@ class Dropout(Module):
     "Zero each element with probability p while training and scale the rest by 1/(1-p); identity in eval()."
 
     def __init__(self, p: float = 0.5, rng=None):
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
         self.p, self.rng = float(p), rng
 
     def forward(self, x) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
+        if self.p == 1.0:  # everything dropped: zeros, and a zero gradient
+            return x * Tensor(np.zeros(x.shape, dtype=x.dtype))
         rng = self.rng if self.rng is not None else _generator
         keep = rng.random(x.shape) >= self.p
         return x * Tensor((keep / (1.0 - self.p)).astype(x.dtype))

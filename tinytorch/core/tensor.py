@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['SUPPORTED_KINDS', 'KERNELS', 'set_op_recorder', 'Tensor', 'kernel', 'add', 'sub', 'mul', 'div', 'neg', 'power', 'exp',
-           'log', 'sqrt', 'tanh', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reshape', 'transpose',
-           'permute', 'getitem', 'masked_fill']
+           'log', 'sqrt', 'tanh', 'absolute', 'matmul', 'reduce_sum', 'reduce_mean', 'reduce_max', 'reshape',
+           'transpose', 'permute', 'flatten', 'broadcast_to', 'getitem', 'masked_fill']
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #df77b44d
 import numpy as np
@@ -61,6 +61,22 @@ class Tensor:
         self.requires_grad = bool(requires_grad)
         self.grad = None  # a Tensor of the same shape, once module 02 computes it
 
+    @property
+    def grad(self):
+        "The gradient: a Tensor of this tensor's shape and dtype, or None."
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f".grad must be a Tensor or None, not {type(value).__name__} "
+                                "(wrap an array: t.grad = Tensor(array))")
+            if value.shape != self.shape or value.dtype != self.dtype:
+                raise ValueError(f".grad must have the tensor's shape {self.shape} and dtype {self.dtype}, "
+                                 f"got shape {value.shape} and dtype {value.dtype}")
+        self._grad = value
+
     # --- what the array looks like -------------------------------------------------------------
     shape = property(lambda self: self.data.shape, doc="Length of each axis.")
     dtype = property(lambda self: self.data.dtype, doc="numpy dtype of the elements.")
@@ -77,6 +93,31 @@ class Tensor:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
                              "use (t.data).any() or (t.data).all()")
         return bool(self.data.reshape(()))
+
+    # --- numpy and Python protocols -------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        "The numbers, for numpy: np.asarray(t), np.allclose(t, ...), np.abs(t)."
+        if copy is False and dtype is not None and np.dtype(dtype) != self.dtype:
+            raise ValueError("__array__: a copy is needed to change the dtype")
+        arr = self.data if dtype is None else self.data.astype(dtype, copy=False)
+        return arr.copy() if copy and arr is self.data else arr
+
+    def _scalar(self, kind: str):
+        if self.size != 1:
+            raise ValueError(f"only one-element tensors can be converted to Python {kind}s, not shape {self.shape}")
+        return self.data.reshape(()).item()
+
+    def __float__(self): return float(self._scalar("float"))
+    def __int__(self): return int(self._scalar("int"))
+
+    def __index__(self):
+        "A one-element integer tensor used as an index: range(t), items[t]."
+        if self.dtype.kind not in "biu" or self.size != 1:
+            raise TypeError(f"only one-element integer tensors can be used as an index, not {self.dtype} "
+                            f"of shape {self.shape}")
+        return int(self.data.reshape(()))
+
+    def __abs__(self): return absolute(self)
 
     def __repr__(self):
         body = np.array2string(self.data, precision=4, separator=", ", prefix="Tensor(")
@@ -121,6 +162,18 @@ class Tensor:
     def permute(self, *dims): return permute(self, *dims)
     def __getitem__(self, index): return getitem(self, index)
     def masked_fill(self, mask, value): return masked_fill(self, mask, value)
+    def abs(self): return absolute(self)
+    def flatten(self, start_dim=0, end_dim=-1): return flatten(self, start_dim, end_dim)
+    def broadcast_to(self, *shape): return broadcast_to(self, *shape)
+    def expand(self, *sizes): return broadcast_to(self, *sizes)
+
+    @property
+    def T(self):
+        "The transpose of a matrix; a 0-d or 1-d tensor as it is; more axes: use transpose(-2, -1) or permute."
+        if self.ndim > 2:
+            raise ValueError(f".T is for matrices (and vectors, which it leaves as they are); this tensor has shape "
+                             f"{self.shape}: use transpose(-2, -1) to swap the last two axes, or permute(...)")
+        return self if self.ndim < 2 else transpose(self, 0, 1)
 
 
 def _data(x):
@@ -239,6 +292,12 @@ def tanh(a: Tensor) -> Tensor:
     out = np.tanh(a.data)
     return _result(out, "tanh", (a,))
 
+
+def absolute(a: Tensor) -> Tensor:
+    "|a|, elementwise (`t.abs()`, `abs(t)`)."
+    out = np.abs(a.data)
+    return _result(out, "abs", (a,))
+
 # %% ../../modules/01_tensor/01_tensor.ipynb #matmul
 def matmul(a, b) -> Tensor:
     "Matrix product a @ b, batched over leading axes (which broadcast)."
@@ -323,6 +382,32 @@ def permute(a: Tensor, *dims) -> Tensor:
     dims = tuple(d % a.ndim for d in dims)
     out = np.transpose(a.data, dims)
     return _result(out, "permute", (a,), dims=dims)
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    "Merge axes start_dim..end_dim (both included) into one; a 0-d tensor becomes shape (1,)."
+    ndim = max(a.ndim, 1)
+    if not (-ndim <= start_dim < ndim and -ndim <= end_dim < ndim):
+        raise ValueError(f"flatten: dims ({start_dim}, {end_dim}) are out of range for shape {a.shape}")
+    start, end = start_dim % ndim, end_dim % ndim
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {a.shape}")
+    shape = a.shape or (1,)
+    out = a.data.reshape(shape[:start] + (-1,) + shape[end + 1:])
+    return _result(out, "flatten", (a,))
+
+
+def broadcast_to(a: Tensor, *shape) -> Tensor:
+    "`a` stretched to `shape` by broadcasting (a read-only view); -1 keeps an axis's length (`t.expand`)."
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    lead = len(shape) - a.ndim
+    shape = tuple(a.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
+    try:
+        out = np.broadcast_to(a.data, shape)
+    except ValueError:
+        raise ValueError(f"broadcast_to: shape {a.shape} cannot be broadcast to {shape}") from None
+    return _result(out, "broadcast_to", (a,))
 
 # %% ../../modules/01_tensor/01_tensor.ipynb #indexing
 def _index_data(index):
