@@ -18,9 +18,44 @@ if os.environ.get("TINYTORCH_TEST_WITHOUT_NUMBA") == "1":
     sys.modules["numba"] = None
 
 
+def pytest_addoption(parser):
+    parser.addoption("--seeds", type=int, default=1, metavar="N",
+                     help="run every test whose inputs are random (it uses the `seed` fixture, or `rng`, which takes "
+                          "its seed from it) under seeds 0..N-1 (default 1: seed 0 only)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "seeded: its inputs are random (it uses the `seed` fixture); `--seeds N` "
+                                       "runs it under N seeds (marked automatically)")
+    if config.getoption("seeds") < 1:
+        raise pytest.UsageError("--seeds must be at least 1")
+
+
+def pytest_generate_tests(metafunc):
+    "With `--seeds N` (N > 1), every test that uses the `seed` fixture runs once per seed, named `seed=K`."
+    seeds = metafunc.config.getoption("seeds")
+    if seeds > 1 and "seed" in metafunc.fixturenames:
+        metafunc.parametrize("seed", range(seeds), indirect=True, ids=lambda s: f"seed={s}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "seed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.seeded)
+
+
 @pytest.fixture
-def rng():
-    return np.random.default_rng(0)
+def seed(request):
+    """The seed of a test's random inputs: 0, or each of 0..N-1 under `--seeds N`. A test whose inputs are random
+    takes them from `rng` (or seeds its own generators, and `manual_seed`, with this); a correct implementation must
+    pass under every seed."""
+    return getattr(request, "param", 0)
+
+
+@pytest.fixture
+def rng(seed):
+    "A numpy Generator seeded with `seed`."
+    return np.random.default_rng(seed)
 
 
 @pytest.fixture

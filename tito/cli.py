@@ -13,6 +13,7 @@ import functools
 import importlib
 import os
 import re
+import textwrap
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -109,6 +110,8 @@ app.add_typer(module_app, name="module")
 app.add_typer(system_app, name="system")
 
 out = Console(highlight=False)
+WIDE_TABLE = 100  # columns a table of checks needs to stay readable; a narrower console gets one block per row
+NO_TORCH = re.compile(r"(PyTorch|torch) is not installed")
 err = Console(stderr=True, highlight=False)
 STATUS_STYLE = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
 
@@ -235,24 +238,38 @@ def export(module: Optional[str] = typer.Argument(None, help="Module number or n
 
 def _show_checks(title: str, checks: Checks, verbose: bool, list_passed: bool = True):
     """A summary line, then a table: every outcome when `verbose`, else one row per exercise a failure is blamed
-    on and one per group of near-identical failures (passed outcomes only when `list_passed`)."""
+    on and one per group of near-identical failures (passed outcomes only when `list_passed`). PyTorch comparisons
+    skipped because torch is not installed are one line, not rows. On a narrow console (80 columns: no terminal)
+    each row is a block of lines instead, its reason wrapped under it, so nothing is cut."""
     if checks.missing:
         say(f"{title}: {checks.missing}", "yellow")
         return
     say(f"{title}: " + ", ".join(f"{n} {status}" for status, n in checks.counts().items() if n))
-    shown = [o for o in checks.outcomes if verbose or list_passed or o.status != "passed"]
+    no_torch = [o for o in checks.outcomes if o.status == "skipped" and NO_TORCH.search(o.reason)]
+    shown = [o for o in checks.outcomes if (verbose or list_passed or o.status != "passed") and o not in no_torch]
     rows = [[o] for o in shown] if verbose else _fold(shown)
-    if rows:
+    lines = []
+    for group in rows:
+        first = group[0]
+        result = first.status if len(group) == 1 else f"{len(group)} {first.status}"
+        named_by_exercise = first.exercise and not verbose
+        name = first.exercise if named_by_exercise else _base_name(first.name) if len(group) > 1 else first.name
+        reason = f"{first.name}: {first.reason}" if named_by_exercise or len(group) > 1 else first.reason
+        lines.append((name, result, reason, STATUS_STYLE[first.status]))
+    if lines and out.width >= WIDE_TABLE:
         table = Table("exercise or check", "result", "first failure" if not verbose else "reason")
         table.columns[0].overflow = "fold"
-        for group in rows:
-            first = group[0]
-            result = first.status if len(group) == 1 else f"{len(group)} {first.status}"
-            named_by_exercise = first.exercise and not verbose
-            name = first.exercise if named_by_exercise else _base_name(first.name) if len(group) > 1 else first.name
-            reason = f"{first.name}: {first.reason}" if named_by_exercise or len(group) > 1 else first.reason
-            table.add_row(Text(name), Text(result, style=STATUS_STYLE[first.status]), Text(reason))
+        for name, result, reason, style in lines:
+            table.add_row(Text(name), Text(result, style=style), Text(reason))
         out.print(table)
+    for name, result, reason, style in lines if out.width < WIDE_TABLE else ():
+        out.print(Text.assemble("  ", (result, style), "  ", name), overflow="fold")
+        if reason:
+            out.print(textwrap.fill(reason, max(out.width - 6, 20), initial_indent=" " * 6,
+                                    subsequent_indent=" " * 6), markup=False)
+    if no_torch:
+        say(f"{len(no_torch)} comparison{'s' if len(no_torch) != 1 else ''} with PyTorch skipped: "
+            "torch is not installed", "dim")
 
 
 def _base_name(test: str) -> str:

@@ -6,6 +6,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -31,15 +32,31 @@ def lab_url(port: int, token: str) -> str:
 
 
 def start(ws: Workspace, port: int, token: str) -> subprocess.Popen:
-    "Start JupyterLab and wait until it answers; a TitoError if it exits or does not answer in time."
+    """Start JupyterLab and wait until it answers; a TitoError if it exits or does not answer in time. Its own log
+    (dozens of lines per start, config warnings included) goes to a file, not the terminal: tito prints the URL, and
+    quotes the log's last lines only when the server fails to start."""
     signal.signal(signal.SIGTERM, _exit)
-    server = subprocess.Popen(lab_command(ws, port, token), cwd=ws.modules_dir, env=tool_env(ws.root))
+    log = tempfile.TemporaryFile("w+", prefix="tito-lab-")
+    server = subprocess.Popen(lab_command(ws, port, token), cwd=ws.modules_dir, env=tool_env(ws.root),
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    server.log = log
     try:
         _wait_until_ready(server, port, token)
     except BaseException:
         stop(server)
         raise
     return server
+
+
+def log_tail(server: subprocess.Popen, lines: int = 5) -> str:
+    "The last lines JupyterLab logged (warnings aside when there is more), for an error message."
+    log = getattr(server, "log", None)
+    if log is None:
+        return ""
+    log.seek(0)
+    kept = [line.rstrip() for line in log.read().splitlines() if line.strip()]
+    errors = [line for line in kept if "WARNING" not in line and "[W " not in line] or kept
+    return "\n".join(errors[-lines:])
 
 
 def _exit(signum, frame):
@@ -51,8 +68,9 @@ def _wait_until_ready(server: subprocess.Popen, port: int, token: str):
     deadline = time.monotonic() + START_TIMEOUT
     while not answers(port, token):
         if server.poll() is not None:
-            raise TitoError(f"JupyterLab exited with code {server.returncode} before it answered on port {port} "
-                            "(see its messages above)")
+            tail = log_tail(server)
+            raise TitoError(f"JupyterLab exited with code {server.returncode} before it answered on port {port}"
+                            + (f"; its last messages:\n{tail}" if tail else ""))
         if time.monotonic() > deadline:
             raise TitoError(f"JupyterLab did not answer on port {port} within {START_TIMEOUT} s")
         time.sleep(0.5)

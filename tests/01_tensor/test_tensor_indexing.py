@@ -112,9 +112,8 @@ def test_out_of_range_index_is_an_index_error():
 
 @pytest.mark.parametrize("index_as_tensor", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_embedding_lookup(index_as_tensor, dtype):
+def test_embedding_lookup(index_as_tensor, dtype, rng):
     vocab, dim, batch, time = 11, 4, 3, 5
-    rng = np.random.default_rng(1)
     weight = rng.standard_normal((vocab, dim)).astype(dtype)
     ids = rng.integers(0, vocab, size=(batch, time))
     out = Tensor(weight)[Tensor(ids) if index_as_tensor else ids]
@@ -233,8 +232,8 @@ def test_masked_fill_integer_tensor():
     np.testing.assert_array_equal(out.numpy(), [[3, 0, 5]])
 
 
-def test_masked_fill_of_a_causal_mask_over_batched_scores():
-    scores = np.random.default_rng(2).standard_normal((2, 3, 4, 4))
+def test_masked_fill_of_a_causal_mask_over_batched_scores(rng):
+    scores = rng.standard_normal((2, 3, 4, 4))
     allowed = np.tril(np.ones((4, 4), dtype=bool))
     out = Tensor(scores).masked_fill(~allowed, -np.inf)
     assert out.shape == scores.shape

@@ -32,8 +32,7 @@ def all_three(a, b):
     ((3,), (2, 3, 4), (2, 4)),
     ((2, 4, 3), (3,), (2, 4)),
 ])
-def test_matmul_shapes_and_values_match_numpy(shape_a, shape_b, shape_out):
-    rng = np.random.default_rng(0)
+def test_matmul_shapes_and_values_match_numpy(shape_a, shape_b, shape_out, rng):
     a, b = rng.standard_normal(shape_a), rng.standard_normal(shape_b)
     expected = np.matmul(a, b)
     assert expected.shape == shape_out

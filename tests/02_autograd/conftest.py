@@ -49,5 +49,6 @@ def recorded_nodes():
 
 
 @pytest.fixture
-def rng():
-    return np.random.default_rng(2024)
+def rng(seed):
+    "A numpy Generator for random inputs, seeded from `seed` (tests/conftest.py: `--seeds N` runs N seeds)."
+    return np.random.default_rng(2024 + seed)

@@ -41,21 +41,21 @@ def test_sigmoid_is_stable_for_large_inputs():
     np.testing.assert_allclose(s, [0, 0, 0.5, 1, 1])
 
 
-def test_layer_norm_of_a_constant_row_gives_bias_and_finite_gradients():
+def test_layer_norm_of_a_constant_row_gives_bias_and_finite_gradients(rng):
     ln = LayerNorm(4).to(np.float64)
     ln.bias.data[...] = [1.0, -2.0, 3.0, 0.5]
     ln.weight.data[...] = [2.0, 1.0, -1.0, 0.5]
     x = Tensor(np.full((2, 4), 3.25), requires_grad=True)
     y = ln(x)
     np.testing.assert_allclose(y.data, np.broadcast_to(ln.bias.data, (2, 4)))
-    y.backward(np.random.default_rng(0).normal(size=(2, 4)))
+    y.backward(rng.normal(size=(2, 4)))
     for g in (x.grad, ln.weight.grad, ln.bias.grad):
         assert np.all(np.isfinite(g.data))
     np.testing.assert_allclose(ln.weight.grad.data, 0)
 
 
-def test_layer_norm_output_statistics():
-    x = np.random.default_rng(0).normal(10, 50, size=(8, 32))
+def test_layer_norm_output_statistics(rng):
+    x = rng.normal(10, 50, size=(8, 32))
     y = LayerNorm(32).to(np.float64)(Tensor(x)).data
     np.testing.assert_allclose(y.mean(axis=-1), 0, atol=1e-12)
     np.testing.assert_allclose(y.var(axis=-1), 1, rtol=1e-4)
@@ -69,16 +69,16 @@ def test_layer_norm_accepts_int_or_one_tuple():
 
 
 # --- dropout --------------------------------------------------------------------------------------
-def test_dropout_preserves_the_mean_in_training():
+def test_dropout_preserves_the_mean_in_training(rng):
     x = Tensor(np.full((400, 500), 2.0, dtype=np.float32))
-    y = Dropout(0.3, rng=np.random.default_rng(0))(x).data
+    y = Dropout(0.3, rng=rng)(x).data
     assert abs(y.mean() - 2.0) < 0.02
     assert abs((y == 0).mean() - 0.3) < 0.01
     np.testing.assert_allclose(np.unique(y), [0.0, 2.0 / 0.7], rtol=1e-6)
 
 
-def test_dropout_eval_and_p_zero_are_identity():
-    x = Tensor(np.random.default_rng(0).normal(size=(3, 4)))
+def test_dropout_eval_and_p_zero_are_identity(rng):
+    x = Tensor(rng.normal(size=(3, 4)))
     assert Dropout(0.5).eval()(x) is x
     assert Dropout(0.0)(x) is x
 
@@ -111,21 +111,21 @@ def test_manual_seed_makes_dropout_and_init_reproducible():
     assert isinstance(get_rng(), np.random.Generator)
 
 
-def test_dropout_masks_differ_between_calls():
-    drop, x = Dropout(0.5, rng=np.random.default_rng(0)), Tensor(np.ones(1000, dtype=np.float32))
+def test_dropout_masks_differ_between_calls(rng):
+    drop, x = Dropout(0.5, rng=rng), Tensor(np.ones(1000, dtype=np.float32))
     assert not np.array_equal(drop(x).data, drop(x).data)
 
 
 # --- initialisers ---------------------------------------------------------------------------------
-def test_xavier_and_kaiming_bounds_use_in_out_layout():
+def test_xavier_and_kaiming_bounds_use_in_out_layout(rng):
     w = Tensor(np.zeros((300, 100)))
-    assert xavier_uniform_(w, rng=np.random.default_rng(0)) is w
+    assert xavier_uniform_(w, rng=rng) is w
     bound = np.sqrt(6 / 400)
     assert np.abs(w.data).max() <= bound and np.abs(w.data).max() > 0.95 * bound
-    kaiming_uniform_(w, rng=np.random.default_rng(0))
+    kaiming_uniform_(w, rng=rng)
     bound = np.sqrt(2) * np.sqrt(3 / 300)                  # fan_in = shape[0] in our (in, out) layout
     assert np.abs(w.data).max() <= bound and np.abs(w.data).max() > 0.95 * bound
-    kaiming_uniform_(w, a=np.sqrt(5), rng=np.random.default_rng(0))
+    kaiming_uniform_(w, a=np.sqrt(5), rng=rng)
     assert np.abs(w.data).max() <= 1 / np.sqrt(300)
 
 
@@ -193,9 +193,8 @@ def test_layer_norm_wrong_width():
 
 # --- dtypes -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_every_op_keeps_the_dtype_forward_and_backward(dtype):
+def test_every_op_keeps_the_dtype_forward_and_backward(dtype, rng):
     from tinytorch.core.layers import GELU, ReLU, Sequential, Sigmoid, Tanh, gelu
-    rng = np.random.default_rng(0)
     x = Tensor(rng.normal(size=(2, 3, 4)).astype(dtype), requires_grad=True)
     model = Sequential(Linear(4, 6), GELU(), LayerNorm(6), Dropout(0.2), Linear(6, 5), ReLU(), Linear(5, 4),
                        Sigmoid(), Linear(4, 4), Tanh()).to(dtype)

@@ -104,9 +104,9 @@ def test_to_converts_in_place_and_returns_self():
         net.to(np.int64)
 
 
-def test_float64_model_runs_in_float64_end_to_end():
+def test_float64_model_runs_in_float64_end_to_end(rng):
     model = Sequential(Linear(3, 5), ReLU(), LayerNorm(5), Linear(5, 2)).to(np.float64)
-    x = Tensor(np.random.default_rng(0).normal(size=(4, 3)), requires_grad=True)
+    x = Tensor(rng.normal(size=(4, 3)), requires_grad=True)
     y = model(x)
     assert y.dtype == np.float64
     y.sum().backward()

@@ -22,8 +22,7 @@ def leaf(array):
 
 # --- cross_entropy: values ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(1, 2), (5, 3), (2, 3, 7), (2, 2, 2, 4), (3,)])
-def test_cross_entropy_matches_reference(shape):
-    rng = np.random.default_rng(sum(shape))
+def test_cross_entropy_matches_reference(shape, rng):
     z = rng.normal(scale=3, size=shape)
     y = rng.integers(0, shape[-1], size=shape[:-1])
     assert np.isclose(cross_entropy(Tensor(z), y).item(), reference_cross_entropy(z, y), rtol=1e-12)
@@ -33,8 +32,7 @@ def test_cross_entropy_of_uniform_logits_is_log_num_classes():
     assert np.isclose(cross_entropy(Tensor(np.zeros((4, 10))), np.array([0, 3, 9, 2])).item(), np.log(10))
 
 
-def test_cross_entropy_is_a_scalar_mean_over_all_positions():
-    rng = np.random.default_rng(0)
+def test_cross_entropy_is_a_scalar_mean_over_all_positions(rng):
     z, y = rng.normal(size=(2, 3, 5)), rng.integers(0, 5, size=(2, 3))
     loss = cross_entropy(Tensor(z), y)
     assert loss.shape == ()
@@ -57,8 +55,8 @@ def test_cross_entropy_is_finite_and_exact_for_huge_logits(dtype, scale):
     assert np.allclose(grad, np.array([[1, -1, 0], [-1, 0.5, 0.5]]) / 2, atol=1e-6)
 
 
-def test_cross_entropy_keeps_the_logits_dtype():
-    z = np.random.default_rng(1).normal(size=(3, 4))
+def test_cross_entropy_keeps_the_logits_dtype(rng):
+    z = rng.normal(size=(3, 4))
     y = np.array([0, 1, 3])
     for dtype in (np.float32, np.float64):
         logits = Tensor(z.astype(dtype), requires_grad=True)
@@ -75,8 +73,7 @@ def test_cross_entropy_accepts_integer_arrays_lists_and_tensors(targets):
     assert np.isclose(cross_entropy(Tensor(z), targets).item(), reference_cross_entropy(z, np.array([2, 0])))
 
 
-def test_loss_modules_call_the_functions():
-    rng = np.random.default_rng(2)
+def test_loss_modules_call_the_functions(rng):
     z, y = rng.normal(size=(4, 3)), rng.integers(0, 3, size=4)
     assert CrossEntropyLoss()(Tensor(z), y).item() == cross_entropy(Tensor(z), y).item()
     p, t = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
@@ -85,8 +82,7 @@ def test_loss_modules_call_the_functions():
 
 
 # --- cross_entropy: gradients ------------------------------------------------------------------------------------------
-def test_cross_entropy_gradient_is_softmax_minus_onehot_over_n():
-    rng = np.random.default_rng(3)
+def test_cross_entropy_gradient_is_softmax_minus_onehot_over_n(rng):
     z, y = rng.normal(size=(5, 4)), rng.integers(0, 4, size=5)
     logits = leaf(z)
     cross_entropy(logits, y).backward(np.array(2.5))
@@ -97,27 +93,24 @@ def test_cross_entropy_gradient_is_softmax_minus_onehot_over_n():
 
 
 @pytest.mark.parametrize("shape", [(4, 5), (2, 3, 7), (1, 1, 2, 3), (6, 1)])
-def test_cross_entropy_gradcheck(shape):
-    rng = np.random.default_rng(len(shape) * 10 + shape[-1])
+def test_cross_entropy_gradcheck(shape, rng):
     y = rng.integers(0, shape[-1], size=shape[:-1])
     assert gradcheck(lambda z: cross_entropy(z, y), [leaf(rng.normal(scale=2, size=shape))])
 
 
-def test_cross_entropy_gradcheck_inside_a_model_with_random_weighting():
+def test_cross_entropy_gradcheck_inside_a_model_with_random_weighting(rng):
     "A random linear map in front of the loss: checks the gradient w.r.t. an input and a weight through the fused op."
-    rng = np.random.default_rng(4)
     x, w = leaf(rng.normal(size=(3, 4))), leaf(rng.normal(size=(4, 5)))
     y = rng.integers(0, 5, size=3)
     assert gradcheck(lambda x, w: cross_entropy(x @ w, y), [x, w])
 
 
-def test_cross_entropy_gradcheck_catches_a_wrong_rule(monkeypatch):
+def test_cross_entropy_gradcheck_catches_a_wrong_rule(monkeypatch, rng):
     "The check above can fail: a rule that forgets the 1/N factor is caught."
     from tinytorch.core import autograd
     good = autograd.GRADIENTS["cross_entropy"]
     monkeypatch.setitem(autograd.GRADIENTS, "cross_entropy",
                         lambda grad, out, logits, **attrs: (good(grad, out, logits, **attrs)[0] * attrs["targets"].size,))
-    rng = np.random.default_rng(5)
     with pytest.raises(GradcheckError):
         gradcheck(lambda z: cross_entropy(z, np.array([0, 1, 2])), [leaf(rng.normal(size=(3, 4)))])
 
@@ -174,8 +167,7 @@ def test_cross_entropy_rejects_scalar_logits_integer_logits_and_empty_targets():
 
 # --- mse_loss ----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(), (4,), (3, 2), (2, 3, 4)])
-def test_mse_value_and_gradient(shape):
-    rng = np.random.default_rng(len(shape))
+def test_mse_value_and_gradient(shape, rng):
     p, t = rng.normal(size=shape), rng.normal(size=shape)
     pred = leaf(p)
     loss = mse_loss(pred, t)
@@ -184,13 +176,11 @@ def test_mse_value_and_gradient(shape):
     np.testing.assert_allclose(pred.grad.data, 2 * (p - t) / max(p.size, 1))
 
 
-def test_mse_gradcheck_wrt_prediction_and_target():
-    rng = np.random.default_rng(6)
+def test_mse_gradcheck_wrt_prediction_and_target(rng):
     assert gradcheck(mse_loss, [leaf(rng.normal(size=(3, 4))), leaf(rng.normal(size=(3, 4)))])
 
 
-def test_mse_gradcheck_inside_a_model():
-    rng = np.random.default_rng(7)
+def test_mse_gradcheck_inside_a_model(rng):
     x, w = leaf(rng.normal(size=(5, 3))), leaf(rng.normal(size=(3, 2)))
     target = rng.normal(size=(5, 2))
     assert gradcheck(lambda x, w: mse_loss((x @ w).tanh(), target), [x, w])
@@ -214,9 +204,8 @@ def test_mse_dtypes():
         mse_loss(pred32, Tensor(np.array([1, 1, 1])))
 
 
-def test_ignore_index_skips_positions_in_value_and_gradient():
+def test_ignore_index_skips_positions_in_value_and_gradient(rng):
     from tinytorch.core.autograd import gradcheck
-    rng = np.random.default_rng(3)
     z = rng.normal(size=(2, 4, 6))
     y = np.array([[1, 2, -1, -1], [0, 5, 4, -1]])
     kept = y != -1

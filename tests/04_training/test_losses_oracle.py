@@ -21,8 +21,7 @@ def torch_cross_entropy(z, y):
 
 @pytest.mark.parametrize("shape, scale", [((8, 5), 1.0), ((8, 5), 1e4), ((3, 6, 11), 1.0), ((3, 6, 11), 1e4),
                                           ((2, 3, 4, 5), 3.0), ((1, 2), 1e4), ((16, 97), 10.0)])
-def test_cross_entropy_matches_torch(shape, scale):
-    rng = np.random.default_rng(shape[-1] + int(scale))
+def test_cross_entropy_matches_torch(shape, scale, rng):
     z = rng.normal(scale=scale, size=shape)
     y = rng.integers(0, shape[-1], size=shape[:-1])
     upstream = rng.normal()
@@ -38,8 +37,7 @@ def test_cross_entropy_matches_torch(shape, scale):
     np.testing.assert_allclose(logits.grad.data, z_t.grad.numpy(), rtol=1e-10, atol=1e-13)
 
 
-def test_cross_entropy_float32_close_to_torch():
-    rng = np.random.default_rng(9)
+def test_cross_entropy_float32_close_to_torch(rng):
     z = (rng.normal(size=(4, 6, 9)) * 30).astype(np.float32)
     y = rng.integers(0, 9, size=(4, 6))
     logits = Tensor(z.copy(), requires_grad=True)
@@ -53,8 +51,7 @@ def test_cross_entropy_float32_close_to_torch():
 
 
 @pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5)])
-def test_mse_matches_torch(shape):
-    rng = np.random.default_rng(len(shape))
+def test_mse_matches_torch(shape, rng):
     p, t = rng.normal(size=shape), rng.normal(size=shape)
     upstream = rng.normal()
     pred, target = Tensor(p.copy(), requires_grad=True), Tensor(t.copy(), requires_grad=True)
@@ -69,8 +66,7 @@ def test_mse_matches_torch(shape):
 
 
 @pytest.mark.parametrize("ignore_index", [-100, 0, 3])
-def test_cross_entropy_with_ignore_index_matches_torch(ignore_index):
-    rng = np.random.default_rng(7)
+def test_cross_entropy_with_ignore_index_matches_torch(ignore_index, rng):
     z = rng.normal(size=(3, 6, 5))
     y = rng.integers(0, 5, size=(3, 6))
     y[0, 4:] = ignore_index                                  # padding at the end of sequence 0

@@ -63,8 +63,7 @@ def test_adam_first_step_moves_each_coordinate_by_about_lr():
     np.testing.assert_allclose(p.data, [-0.01, 0.01, -0.01, 0.0], rtol=1e-4)
 
 
-def test_adam_bias_correction_against_the_textbook_formula():
-    rng = np.random.default_rng(0)
+def test_adam_bias_correction_against_the_textbook_formula(rng):
     beta1, beta2, lr, eps = 0.8, 0.95, 0.05, 1e-6
     p = param(rng.normal(size=5))
     expected, m, v = p.data.copy(), np.zeros(5), np.zeros(5)
@@ -155,9 +154,8 @@ def test_state_size_counts_buffers():
 
 @pytest.mark.parametrize("cls, kwargs", [(SGD, dict(lr=0.05, momentum=0.9)), (Adam, dict(lr=0.05)), (AdamW, dict(lr=0.05))],
                          ids=["sgd-momentum", "adam", "adamw"])
-def test_optimizers_train_a_small_model(cls, kwargs):
+def test_optimizers_train_a_small_model(cls, kwargs, rng):
     "A float64 MLP fits 32 random points with 4 labels: the loss must fall well below ln 4."
-    rng = np.random.default_rng(0)
     model = Sequential(Linear(5, 32), ReLU(), Linear(32, 4)).to(np.float64)
     x, y = Tensor(rng.normal(size=(32, 5))), rng.integers(0, 4, size=32)
     opt = cls(model.parameters(), **kwargs)

@@ -33,10 +33,10 @@ def test_cached_generation_equals_uncached(gpt, new_tokens, temperature, top_k):
     np.testing.assert_array_equal(fast, slow)
 
 
-def test_cached_logits_equal_full_forward(gpt):
+def test_cached_logits_equal_full_forward(gpt, rng):
     "Feeding tokens one at a time through the caches gives the logits of one full forward pass."
     from tinytorch.core.attention import KVCache
-    ids = np.random.default_rng(0).integers(0, 13, size=(2, 8))
+    ids = rng.integers(0, 13, size=(2, 8))
     full = gpt(ids).data
     caches = [KVCache() for _ in gpt.blocks]
     first = gpt(ids[:, :3], caches=caches).data
@@ -52,9 +52,9 @@ def test_greedy_decoding_is_top_k_1(gpt):
     np.testing.assert_array_equal(gpt.generate(prompt, 12, temperature=0.0), greedy_by_hand(gpt, prompt, 12))
 
 
-def test_prompt_longer_than_context_is_cropped_not_refused(gpt):
+def test_prompt_longer_than_context_is_cropped_not_refused(gpt, rng):
     "The prediction sees the last max_seq_len tokens; the result keeps the whole prompt in front."
-    prompt = np.random.default_rng(1).integers(0, 13, size=(1, 11))
+    prompt = rng.integers(0, 13, size=(1, 11))
     out = gpt.generate(prompt, 4, top_k=1)
     assert out.shape == (1, 15)
     np.testing.assert_array_equal(out[:, :11], prompt)
@@ -68,8 +68,7 @@ def test_same_seed_same_sample_different_seed_different_sample(gpt):
     a = gpt.generate(prompt, 30, seed=5)
     assert np.array_equal(a, gpt.generate(prompt, 30, seed=5))
     assert not np.array_equal(a, gpt.generate(prompt, 30, seed=6))
-    rng = np.random.default_rng(5)
-    assert np.array_equal(a, gpt.generate(prompt, 30, rng=rng))
+    assert np.array_equal(a, gpt.generate(prompt, 30, rng=np.random.default_rng(5)))
 
 
 def test_generate_restores_mode_and_builds_no_graph(gpt):
@@ -82,8 +81,7 @@ def test_generate_restores_mode_and_builds_no_graph(gpt):
     assert all(p.grad is None for p in gpt.parameters())
 
 
-def test_sample_next_distribution_temperature_and_top_k():
-    rng = np.random.default_rng(0)
+def test_sample_next_distribution_temperature_and_top_k(rng):
     probs = np.array([0.1, 0.6, 0.3])
     logits = np.log(np.tile(probs, (20_000, 1)))
     freq = np.bincount(sample_next(logits, rng=rng), minlength=3) / 20_000

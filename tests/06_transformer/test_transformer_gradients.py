@@ -54,27 +54,27 @@ def test_gpt_gradients_with_tied_weights(perturbed):
     gradcheck(lambda *p: model(IDS), [model.token_embedding.weight, model.blocks[0].mlp.fc.weight])
 
 
-def test_transformer_block_gradients_with_causal_mask(perturbed):
+def test_transformer_block_gradients_with_causal_mask(perturbed, rng):
     manual_seed(1)
     block = perturbed(TransformerBlock(8, 2).to(np.float64))
-    x = Tensor(np.random.default_rng(1).normal(size=(2, 5, 8)), requires_grad=True)
+    x = Tensor(rng.normal(size=(2, 5, 8)), requires_grad=True)
     mask = create_causal_mask(5)
     gradcheck(lambda x, *params: block(x, mask=mask), [x, *block.parameters()])
 
 
-def test_mlp_gradients():
+def test_mlp_gradients(rng):
     manual_seed(2)
     mlp = MLP(6, 10).to(np.float64)
-    x = Tensor(np.random.default_rng(2).normal(size=(3, 6)), requires_grad=True)
+    x = Tensor(rng.normal(size=(3, 6)), requires_grad=True)
     gradcheck(lambda x, *params: mlp(x), [x, *mlp.parameters()])
 
 
-def test_gradcheck_would_catch_a_missing_residual(perturbed, monkeypatch):
+def test_gradcheck_would_catch_a_missing_residual(perturbed, monkeypatch, rng):
     "The check above can fail: a block whose gradient skips the residual path is caught."
     from tinytorch.core import transformer
     manual_seed(1)
     block = perturbed(TransformerBlock(8, 2).to(np.float64))
-    x = Tensor(np.random.default_rng(1).normal(size=(1, 3, 8)), requires_grad=True)
+    x = Tensor(rng.normal(size=(1, 3, 8)), requires_grad=True)
 
     def broken_forward(self, x, mask=None, cache=None):
         h = self.attn(self.ln1(x), mask=mask, cache=cache)

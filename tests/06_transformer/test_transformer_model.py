@@ -12,15 +12,16 @@ from tinytorch.core.transformer import (GPT, MLP, CharTokenizer, TransformerBloc
                                         load_text, stdlib_text)
 
 
-def make(**kwargs):
-    manual_seed(0)
-    config = dict(vocab_size=11, embed_dim=16, num_layers=3, num_heads=4, max_seq_len=8, seed=0) | kwargs
+def make(seed=0, **kwargs):
+    "A small GPT whose weights (and dropout) are drawn from `seed`."
+    manual_seed(seed)
+    config = dict(vocab_size=11, embed_dim=16, num_layers=3, num_heads=4, max_seq_len=8, seed=seed) | kwargs
     return GPT(**config)
 
 
-def test_logits_shape_and_dtype_follow_the_parameters():
-    model = make()
-    ids = np.random.default_rng(0).integers(0, 11, size=(2, 8))
+def test_logits_shape_and_dtype_follow_the_parameters(seed):
+    model = make(seed)
+    ids = np.random.default_rng(seed).integers(0, 11, size=(2, 8))
     assert model(ids).shape == (2, 8, 11) and model(ids).dtype == np.float32
     assert model(Tensor(ids)).shape == (2, 8, 11)
     model.to(np.float64)
@@ -39,8 +40,8 @@ def test_flops_per_token():
     assert make().flops_per_token(seq_len=4) == 2 * (L * 12 * d * d + d * V) + 4 * L * 4 * d
 
 
-def test_gpt2_initialisation():
-    model = make(embed_dim=64, num_layers=8, vocab_size=300, max_seq_len=64)
+def test_gpt2_initialisation(seed):
+    model = make(seed, embed_dim=64, num_layers=8, vocab_size=300, max_seq_len=64)
     std = lambda p: float(np.std(p.data))
     assert std(model.token_embedding.weight) == pytest.approx(0.02, rel=0.05)
     assert std(model.position_embedding.weight) == pytest.approx(0.02, rel=0.05)
@@ -52,20 +53,21 @@ def test_gpt2_initialisation():
             assert std(residual) == pytest.approx(0.02 / math.sqrt(16), rel=0.1)
         assert np.all(block.attn.k_proj.bias.data == 0) and np.all(block.mlp.fc.bias.data == 0)
         assert np.all(block.ln1.weight.data == 1) and np.all(block.ln2.bias.data == 0)
-    assert np.array_equal(make().state_dict()["lm_head.weight"], make().state_dict()["lm_head.weight"]), "seeded"
+    weights = lambda: make(seed).state_dict()["lm_head.weight"]
+    assert np.array_equal(weights(), weights()), "seeded"
 
 
-def test_initial_loss_is_close_to_uniform():
+def test_initial_loss_is_close_to_uniform(seed):
     "GPT-2's small initialisation starts every prediction close to uniform: loss ≈ ln V."
     from tinytorch.core.losses import cross_entropy
-    model = make(vocab_size=50)
-    ids = np.random.default_rng(0).integers(0, 50, size=(4, 9))
+    model = make(seed, vocab_size=50)
+    ids = np.random.default_rng(seed).integers(0, 50, size=(4, 9))
     assert cross_entropy(model(ids[:, :-1]), ids[:, 1:]).item() == pytest.approx(math.log(50), abs=0.05)
 
 
-def test_causal_no_position_sees_the_future():
-    model = make().to(np.float64)
-    ids = np.random.default_rng(1).integers(0, 11, size=(1, 8))
+def test_causal_no_position_sees_the_future(seed):
+    model = make(seed).to(np.float64)
+    ids = np.random.default_rng(seed).integers(0, 11, size=(1, 8))
     base = model(ids).data
     for t in range(8):
         changed = ids.copy()
@@ -75,12 +77,12 @@ def test_causal_no_position_sees_the_future():
         assert not np.allclose(out[:, t], base[:, t])
 
 
-def test_tied_weights_share_one_matrix():
-    model = make(tie_weights=True).to(np.float64)  # float64: a change is far above rounding, whatever the seed
+def test_tied_weights_share_one_matrix(seed):
+    model = make(seed, tie_weights=True).to(np.float64)  # float64: a change is far above rounding, whatever the seed
     assert model.lm_head is None
     ids = np.array([[1, 2, 3]])
     before = model(ids).data.copy()
-    bump = np.random.default_rng(0).standard_normal(model.token_embedding.weight.shape[1])
+    bump = np.random.default_rng(seed).standard_normal(model.token_embedding.weight.shape[1])
     model.token_embedding.weight.data[5] += bump  # token 5 is not in the input: only the head reads this row
     after = model(ids).data
     np.testing.assert_allclose(np.delete(after, 5, axis=-1), np.delete(before, 5, axis=-1), rtol=1e-12,
@@ -111,11 +113,11 @@ def test_clear_errors():
         make(embed_dim=10, num_heads=4)
 
 
-def test_block_and_mlp_shapes():
-    manual_seed(0)
+def test_block_and_mlp_shapes(seed):
+    manual_seed(seed)
     block = TransformerBlock(12, 3, mlp_ratio=2)
     assert block.mlp.fc.weight.shape == (12, 24) and block.mlp.proj.weight.shape == (24, 12)
-    x = Tensor(np.random.default_rng(0).normal(size=(2, 5, 12)).astype(np.float32))
+    x = Tensor(np.random.default_rng(seed).normal(size=(2, 5, 12)).astype(np.float32))
     assert block(x, mask=create_causal_mask(5)).shape == (2, 5, 12)
     assert MLP(12)(x).shape == (2, 5, 12) and MLP(12).fc.weight.shape == (12, 48)
 
@@ -148,9 +150,9 @@ def test_get_batch_windows_and_targets():
         get_batch(np.arange(10), 2, 10, 0)
 
 
-def test_estimate_loss_is_deterministic_and_restores_mode():
-    model = make(dropout=0.3)
-    data = np.random.default_rng(0).integers(0, 11, size=500)
+def test_estimate_loss_is_deterministic_and_restores_mode(seed):
+    model = make(seed, dropout=0.3)
+    data = np.random.default_rng(seed).integers(0, 11, size=500)
     a = estimate_loss(model, {"val": data}, 4, 8, iters=3)
     assert a == estimate_loss(model, {"val": data}, 4, 8, iters=3) and model.training
     assert a["val"] == pytest.approx(math.log(11), abs=0.1)
@@ -165,13 +167,13 @@ def test_default_text_is_deterministic_python_source(tmp_path):
     assert load_text(path) == "héllo wörld" and load_text(str(path), max_chars=3) == "hél"
 
 
-def test_a_training_step_is_float32_everywhere(monkeypatch):
+def test_a_training_step_is_float32_everywhere(monkeypatch, seed):
     "Every tensor in the graph, every gradient an op hands back, every .grad and Adam buffer: float32, no upcasts."
     from tinytorch.core.autograd import GRADIENTS, topological_order
     from tinytorch.core.losses import cross_entropy
     from tinytorch.core.optim import AdamW
-    model = make(dropout=0.1)
-    ids = np.random.default_rng(0).integers(0, 11, size=(3, 9))
+    model = make(seed, dropout=0.1)
+    ids = np.random.default_rng(seed).integers(0, 11, size=(3, 9))
     handed_back = []
 
     def recording(op, rule):

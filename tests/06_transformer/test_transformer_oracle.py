@@ -88,9 +88,8 @@ def build_pair(tied=False, seed=0):
 
 
 @pytest.mark.parametrize("tied", [False, True])
-def test_logits_loss_and_gradients_match_pytorch(tied):
+def test_logits_loss_and_gradients_match_pytorch(tied, rng):
     ours, theirs, matched = build_pair(tied)
-    rng = np.random.default_rng(1)
     idx, targets = rng.integers(0, 11, size=(3, 9)), rng.integers(0, 11, size=(3, 9))
 
     logits = ours(idx)
@@ -107,7 +106,7 @@ def test_logits_loss_and_gradients_match_pytorch(tied):
         np.testing.assert_allclose(p.grad.data, expected, rtol=1e-8, atol=1e-12)
 
 
-def test_shorter_sequences_use_the_first_positions():
+def test_shorter_sequences_use_the_first_positions(rng):
     ours, theirs, _ = build_pair(seed=3)
-    idx = np.random.default_rng(2).integers(0, 11, size=(2, 4))
+    idx = rng.integers(0, 11, size=(2, 4))
     np.testing.assert_allclose(ours(idx).data, theirs(torch.from_numpy(idx)).detach().numpy(), rtol=1e-10, atol=1e-12)

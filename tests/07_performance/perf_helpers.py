@@ -51,4 +51,5 @@ def assert_same_as_plain(fast, plain, inputs, seed=0, **kwargs):
                                                                                     got.shape, expected.shape)
                 np.testing.assert_allclose(got, expected, **TOLERANCE[np.dtype(dtype)], err_msg=f"output {which}, {what}")
         if dtype == np.float64:
-            assert gradcheck(lambda *a: _outputs(fast(*a, **kwargs))[which], inputs)
+            assert gradcheck(lambda *a: _outputs(fast(*a, **kwargs))[which], inputs), \
+                f"gradcheck of output {which} of {getattr(fast, '__name__', fast)} failed"

@@ -128,9 +128,8 @@ def test_adamw_update_equals_module_04s(dtype, hyper, switch_at):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_adamw_can_switch_from_module_04s_update_to_the_loop(dtype):
+def test_adamw_can_switch_from_module_04s_update_to_the_loop(dtype, rng):
     "A run that starts on the plain path and switches at step 2 keeps its state and ends where the plain run ends."
-    rng = np.random.default_rng(12)
     params = [Tensor(rng.normal(size=(4, 3)).astype(dtype), requires_grad=True) for _ in range(2)]
     copies = [Tensor(p.data.copy(), requires_grad=True) for p in params]
     mixed, plain = AdamW(params, lr=0.05, weight_decay=0.1), AdamW(copies, lr=0.05, weight_decay=0.1)

@@ -56,11 +56,11 @@ def test_the_default_clock_measures_real_time():
     assert 0 <= t["nothing"].low <= t["nothing"].median <= t["nothing"].high and t["nothing"].ratio == 1.0
 
 
-def test_op_profile_names_the_ops_of_a_step_plain_and_fast():
+def test_op_profile_names_the_ops_of_a_step_plain_and_fast(rng):
     manual_seed(0)
     model = GPT(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, max_seq_len=8, seed=0)
     optimizer = AdamW(model.parameters(), lr=1e-3)
-    x = np.random.default_rng(0).integers(0, 11, size=(2, 8))
+    x = rng.integers(0, 11, size=(2, 8))
 
     def step():
         loss = cross_entropy(model(x), x)

@@ -136,9 +136,8 @@ def test_with_threadpoolctl_num_threads_follows_blas():
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float64, dict(rtol=1e-9, atol=1e-12)), (np.float32, dict(rtol=1e-3, atol=1e-5))])
-def test_a_gpt_step_on_the_fast_path_equals_the_plain_one(recorded_ops, dtype, tol):
+def test_a_gpt_step_on_the_fast_path_equals_the_plain_one(recorded_ops, dtype, tol, rng):
     "Loss and every parameter's gradient, with every fast kernel taken in the model."
-    rng = np.random.default_rng(0)
     x, y = rng.integers(0, 11, size=(3, 9)), rng.integers(0, 11, size=(3, 9))
     results = []
     for fast in (False, True):

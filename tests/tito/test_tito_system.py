@@ -95,6 +95,8 @@ def test_lab_serves_the_modules_with_the_token(shared_course, tmp_path):
                 pytest.skip(f"JupyterLab cannot start here: {stderr.strip().splitlines()[-2:]}")
             pytest.fail(f"tito lab exited with {lab.returncode} before printing its URL:\n{''.join(lines)}{stderr}")
         assert any(url in line for line in lines), f"no URL within 30 s: {lines}"
+        shown = [line for line in lines if line.strip()] + log.read_text().strip().splitlines()
+        assert len(shown) <= 3, f"tito lab prints the URL and little else (JupyterLab's log goes to a file):\n{shown}"
         assert _status(port, token) == 200
         assert _status(port, "wrong-token") == 403, "the token must be required"
     finally:

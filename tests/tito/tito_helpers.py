@@ -76,7 +76,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode != 0, result.stdout + result.stderr
     assert len(lines) == 1 and not result.stdout.strip(), f"expected one line, got:\n{result.stdout}{result.stderr}"
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr, f"a traceback instead of one line:\n{result.stderr}"
     for needle in needles:
         assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
 
