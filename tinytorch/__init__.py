@@ -5,4 +5,4 @@ __version__ = "0.1.0"
 from importlib.util import find_spec as _find_spec
 
 if _find_spec("tinytorch.core.autograd") is not None:
-    from .core import autograd as _autograd
+    from .core import autograd as _autograd  # noqa: F401 - imported for its effect: every op gets a gradient

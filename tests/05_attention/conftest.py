@@ -6,8 +6,6 @@ Test files here have unique basenames (`test_attention_*.py`): module folders st
 import numpy as np
 import pytest
 
-from tinytorch.core.tensor import Tensor
-
 
 @pytest.fixture
 def reference():

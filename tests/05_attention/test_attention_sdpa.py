@@ -6,7 +6,6 @@ from tinytorch.core.attention import (create_bidirectional_mask, create_causal_m
                                       scaled_dot_product_attention)
 from tinytorch.core.autograd import gradcheck, no_grad
 from tinytorch.core.tensor import Tensor
-import tinytorch.core.attention as attention_module
 
 ROW_BLOCKED = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 1]], dtype=bool)   # (3, 5), row 1 blocked
 MASKS = {

@@ -8,7 +8,7 @@ import pytest
 import tinytorch.perf as perf
 from tinytorch.core.layers import gelu, layer_norm, linear, manual_seed
 from tinytorch.core.losses import cross_entropy
-from tinytorch.core.tensor import KERNELS, Tensor
+from tinytorch.core.tensor import KERNELS
 from tinytorch.core.transformer import GPT
 
 from perf_helpers import GELU_OP, LAYER_NORM_OP, leaves

@@ -17,12 +17,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grading_helpers import cell, copy_course, edited, submission
+from grading_helpers import cell, copy_course, submission
 from tito.course import TitoError
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect, examine
 from tito.grading.feedback import feedback
-from tito.grading.generate import generate
 from tito.grading.report import scores, why
 from tito.workspace import released
 
