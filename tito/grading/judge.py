@@ -309,6 +309,19 @@ def _tolerance(expected, exp: np.ndarray, got: np.ndarray) -> tuple:
     return max(found)
 
 
+UNKNOWN = object()  # no course answer at hand (an instructor's notebook, the course checking itself)
+
+
+def answer_fault(check: dict, expected, received) -> Optional[str]:
+    """What is wrong with `received` as the answer to `check`, in words, or None. With the course's answer UNKNOWN,
+    only an answer that raised (where no error was asked for) or never came is wrong."""
+    if check["kind"] == "raises":
+        return compare_raises(received, check["options"])
+    if expected is UNKNOWN:
+        return f"it {show(received)}" if _kind(received) in ("$raised", "$missing") else None
+    return compare(expected, received, check["options"])
+
+
 def compare_raises(received, options: dict) -> Optional[str]:
     "A `check.raises` answer: the error named in the check (or a subclass), with the promised words in its message."
     error = options["error"]
@@ -378,9 +391,7 @@ def expected_answers(probes: Probes, answers) -> list:
             raise TitoError(f"the course's own code could not answer graded cell `{cell.grade_id}`: {why} "
                             f"{show(answers.status['error']) if 'error' in answers.status else ''}".rstrip())
         for check, result in zip(cell.checks, results):
-            wrong = compare_raises(result, check["options"]) if check["kind"] == "raises" else \
-                (show(result) if _kind(result) in ("$raised", "$missing") else None)
-            if wrong:
+            if wrong := answer_fault(check, UNKNOWN, result):
                 raise TitoError(f"graded cell `{cell.grade_id}`, check {check['name']!r}: the course's own code "
                                 f"fails it ({wrong})")
         out.append(results)
@@ -415,8 +426,7 @@ def judge(probes: Probes, expected: list, answers, detail: bool = False) -> list
             for check, exp, got in zip(cell.checks, expected[index], results):
                 hidden_number += check["hidden"]
                 try:
-                    why = compare_raises(got, check["options"]) if check["kind"] == "raises" else \
-                        compare(exp, got, check["options"])
+                    why = answer_fault(check, exp, got)
                 except Exception:  # noqa: BLE001 - not the data answer.py writes: the student's process forged it
                     why, got = "its answer is not readable data", None
                 if why is None:

@@ -11,7 +11,7 @@ import json
 import types
 from pathlib import Path
 
-from tito.grading.judge import EXPECTED_SUFFIX, compare, compare_raises, show, tape_digest
+from tito.grading.judge import EXPECTED_SUFFIX, UNKNOWN, answer_fault, tape_digest
 from tito.grading.probes import replay
 
 
@@ -40,13 +40,7 @@ def run_in_notebook(block, namespace: dict):
     expected = _expected(block.exercise, digest)
     failures = []
     for i, (check, got) in enumerate(zip(block.tape.checks, results)):
-        if check["kind"] == "raises":
-            why = compare_raises(got, check["options"])
-        elif isinstance(expected, list):
-            why = compare(expected[i], got, check["options"])
-        else:
-            why = f"it {show(got)}" if isinstance(got, dict) and ("$raised" in got or "$missing" in got) else None
-        if why:
+        if why := answer_fault(check, expected[i] if isinstance(expected, list) else UNKNOWN, got):
             failures.append(f"check {check['name']!r}: {why}")
     if failures:
         raise CheckFailed(f"`{block.exercise}`: {len(failures)} of {len(results)} checks failed:\n  " +

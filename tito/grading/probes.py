@@ -30,15 +30,15 @@ MAX_TEXT = 2000  # characters kept of a string or an exception message the stude
 MAX_STEP_TEXT = 120  # characters of a step's description (what a failure message quotes)
 MAX_ITEMS = 10_000  # items kept of a list, tuple or dict the student's code returns
 MAX_ELEMENTS = 1_000_000  # elements of an array the student's code returns (beyond: its shape and dtype only)
-OPERATORS = {  # Python's operators, by the name a tape uses: (function, method name)
+OPERATORS = {  # Python's operators, by the name a tape uses
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
     "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
     "neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert,
     "and": operator.and_, "or": operator.or_, "xor": operator.xor,
     "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
 }
-BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "complex": complex, "slice": slice, "tuple": tuple,
-                 "list": list, "len": len}
+BUILTINS = {"int": int, "float": float, "bool": bool, "complex": complex, "slice": slice, "tuple": tuple,
+            "list": list, "len": len}  # the built-in functions and types a probe may hand over, by name
 
 
 class ProbeError(Exception):
@@ -144,7 +144,6 @@ class Tape:
         self._blocks: list = [self.steps]
         self._hidden_lines, self._filename = set(hidden_lines), filename
         self.tt = Sym(self, NAMESPACE, "tt")
-        object.__setattr__(self.tt, "_text", "tt")
         self.np = Sym(self, NUMPY, "np")
 
     # the student's namespace also answers `tt.np`: numpy on the side that replays
@@ -277,10 +276,8 @@ def encode_data(value):
         return {"$dtype": value.name}
     if isinstance(value, type) and issubclass(value, np.generic):
         return {"$dtype": np.dtype(value).name, "type": True}
-    if isinstance(value, type) and BUILTIN_TYPES.get(value.__name__) is value:
+    if BUILTINS.get(getattr(value, "__name__", None)) is value:
         return {"$builtin": value.__name__}
-    if value is len:
-        return {"$builtin": "len"}
     raise TypeError(f"{type(value).__name__} is not plain data")
 
 
@@ -326,7 +323,7 @@ def decode_data(obj, env=None):
         dtype = np.dtype(obj["$dtype"])
         return dtype.type if obj.get("type") else dtype
     if "$builtin" in obj:
-        return BUILTIN_TYPES[obj["$builtin"]]
+        return BUILTINS[obj["$builtin"]]
     return {k: decode_data(v, env) for k, v in obj.items()}
 
 
