@@ -11,7 +11,8 @@ REQUEST (JSON) says:
 - `library`: a folder holding the package as the student has it before this module (copied into `work`), or none;
 - `notebook`: the submitted notebook, exported here with nbdev into `work` (whatever its `default_exp` says, nothing
   is written outside `work`: in the sandbox, nothing else is writable); or none, to import `path` as it is;
-- `tapes`: one tape per graded cell (`tito.grading.probes`); `skip`: tapes not to run again.
+- `tapes`: one tape per graded cell (`tito.grading.probes`); `skip`: tapes not to run again;
+- `strict`: the course's own answers, which also say which steps raised with no check looking (`probes.replay`).
 
 For each tape, in order, it writes OUT/result-I.json (tito takes each away as it appears, and times the next tape
 from then). OUT/status.json says how far the set-up got. Nothing the
@@ -87,7 +88,7 @@ def main(request_path: str, out_dir: str) -> int:
     for index, tape in enumerate(request["tapes"]):
         if index in skip:
             continue
-        _write(out / f"result-{index}.json", probes.replay(tape, tt))
+        _write(out / f"result-{index}.json", probes.replay(tape, tt, strict=request.get("strict", False)))
     _status(out, "done")
     return 0
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from tito.course import Module, TitoError, Workspace
 from tito.grading.feedback import hidden_lines
-from tito.grading.probes import Block, ProbeError, decode_data
+from tito.grading.probes import UNCHECKED, Block, ProbeError, decode_data
 from tito.grading.sandbox import Limits, package_source, run_answer
 from tito.notebooks import cell_title, directives, grade_id, is_exercise, is_graded, parse_notebook
 
@@ -377,7 +377,7 @@ def course_answers(ws: Workspace, probes: Probes, scratch: Path, limits: Limits,
     if src is None:
         raise TitoError(f"the course package ({ws.lib_dir.name}) cannot be found: the judge needs its answers")
     run = run_answer([c.tape for c in probes.cells], probes.modules, probes.package, scratch, limits, timeout,
-                             path=src.parent)
+                             path=src.parent, strict=True)
     return expected_answers(probes, run)
 
 
@@ -390,6 +390,9 @@ def expected_answers(probes: Probes, answers) -> list:
             why = answers.stopped.get(index) or answers.status.get("stage") or "no answers"
             raise TitoError(f"the course's own code could not answer graded cell `{cell.grade_id}`: {why} "
                             f"{show(answers.status['error']) if 'error' in answers.status else ''}".rstrip())
+        if results and isinstance(results[-1], dict) and UNCHECKED in results[-1]:
+            raise TitoError(f"graded cell `{cell.grade_id}`: in the course's own code, {results[-1][UNCHECKED][0]}, "
+                            "and no check looks at that result, so the checks after it test something else")
         for check, result in zip(cell.checks, results):
             if wrong := answer_fault(check, UNKNOWN, result):
                 raise TitoError(f"graded cell `{cell.grade_id}`, check {check['name']!r}: the course's own code "

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import operator
 import sys
+from typing import Optional
 
 import numpy as np
 
 NAMESPACE, NUMPY = 0, 1  # the two roots of every tape: the module under test, and numpy
+UNCHECKED = "$unchecked"  # the last result of a strict replay: steps that raised with nothing looking
 MAX_TEXT = 2000  # characters kept of a string or an exception message the student's code returns
 MAX_STEP_TEXT = 120  # characters of a step's description (what a failure message quotes)
 MAX_ITEMS = 10_000  # items kept of a list, tuple or dict the student's code returns
@@ -394,16 +396,36 @@ class _Failed:
         self.record, self.text = record, text
 
 
-def replay(tape: dict, namespace) -> list:
+def replay(tape: dict, namespace, strict: bool = False) -> list:
     """Run the steps of `tape` against `namespace` (the module under test); one result per check, as data:
-    the checked value, or {'$raised': ...} for a check whose steps raised, or whose `raises` action did."""
+    the checked value, or {'$raised': ...} for a check whose steps raised, or whose `raises` action did.
+    `strict` (the course's own answers): a step that raised while no later step or check uses its result would
+    make the checks after it test something else than they say, so the results end with
+    {'$unchecked': [what raised, ...]}."""
     env = {NAMESPACE: namespace, NUMPY: np}
     results: list = [None] * tape["checks"]
-    _run(tape["steps"], env, results)
-    return results
+    raised: list = []
+    _run(tape["steps"], env, results, raised=raised)
+    used = _references(tape["steps"])
+    unchecked = [text for ref, text in raised if ref is None or ref not in used]
+    return results + [{UNCHECKED: unchecked}] if strict and unchecked else results
 
 
-def _run(steps: list, env: dict, results: list, stop_on_error: bool = False):
+def _references(obj, found: set = None) -> set:
+    "Every `{'$ref': i}` in a tape's steps."
+    found = set() if found is None else found
+    if isinstance(obj, dict):
+        if "$ref" in obj:
+            found.add(obj["$ref"])
+        for value in obj.values():
+            _references(value, found)
+    elif isinstance(obj, list):
+        for value in obj:
+            _references(value, found)
+    return found
+
+
+def _run(steps: list, env: dict, results: list, stop_on_error: bool = False, raised: list = None):
     for step in steps:
         kind = step[0]
         try:
@@ -438,11 +460,23 @@ def _run(steps: list, env: dict, results: list, stop_on_error: bool = False):
                 env[step[1]] = e.failed
             if stop_on_error:
                 raise
+            _note_raised(raised, step, e.failed.record)
         except Exception as error:  # noqa: BLE001 - the student's code may raise anything; it is the answer
             if kind in ("get", "item", "call", "op"):
                 env[step[1]] = _Failed(raised_data(error), step[-1] if isinstance(step[-1], str) else kind)
             if stop_on_error:
                 raise
+            _note_raised(raised, step, raised_data(error))
+
+
+def _note_raised(raised: Optional[list], step: list, record: dict):
+    "Note a top-level step that raised: its result's reference (None for an assignment) and what it was."
+    if raised is None or step[0] in ("check", "expect"):
+        return
+    ref = step[1] if step[0] in ("get", "item", "call", "op") else None
+    what = step[-1] if ref is not None and isinstance(step[-1], str) else f"an assignment ({step[0]})"
+    error = (record.get("$raised") or ["a failed step"])[0]
+    raised.append((ref, f"{what} raised {error}: {record.get('message', '')}".rstrip(": ")))
 
 
 class _UsesFailed(Exception):

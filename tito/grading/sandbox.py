@@ -474,10 +474,10 @@ def _answer_bundle(folder: Path, request: dict, notebook: Optional[Path]):
 
 def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: Limits, probe_timeout: int, *,
                box: Optional[Sandbox] = None, notebook: Optional[Path] = None, library: Optional[Path] = None,
-               path: Optional[Path] = None) -> AnswerRun:
+               path: Optional[Path] = None, strict: bool = False) -> AnswerRun:
     """Have the student's code answer `tapes`: the submitted `notebook` exported beside the package copy
     `library` and imported, in the sandbox `box` (or, for trusted code only, without one); or the package under
-    `path` imported as it is (the course's own answers; a student's own `tito module complete`).
+    `path` imported as it is (the course's own answers, `strict`; a student's own `tito module complete`).
 
     Each answer is moved out of the process's reach as soon as it appears, and the next tape's clock starts then:
     a tape that runs over `probe_timeout` seconds, or whose process dies, is stopped, and a new process answers
@@ -493,7 +493,7 @@ def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: 
         request = {"package": package, "modules": modules, "tapes": tapes, "path": str(scratch / "work"),
                    "library": str(library) if library else None, "notebook": str(bundle / "submission.ipynb")}
     else:
-        request = {"package": package, "modules": modules, "tapes": tapes, "path": str(path)}
+        request = {"package": package, "modules": modules, "tapes": tapes, "path": str(path), "strict": strict}
     run = AnswerRun({}, {}, {})
     deadline = time.monotonic() + limits.wall_time
     for attempt in range(len(tapes) + 1):

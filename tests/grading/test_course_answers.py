@@ -1,0 +1,66 @@
+"""The course's own answers are strict: a step that raised while no check looks at its result is refused, since
+the checks after it would test something else than they say (a model whose weights failed to load checks its
+random initial weights)."""
+import types
+
+import numpy as np
+import pytest
+
+from tito.course import TitoError
+from tito.grading import judge
+from tito.grading.probes import UNCHECKED, Block, replay
+
+
+class Model:
+    def __init__(self):
+        self.weight = np.zeros(3)
+
+    def load(self, state: dict):
+        if "weight" not in state:
+            raise KeyError(f"missing key 'weight' in {sorted(state)}")
+        self.weight = np.asarray(state["weight"], dtype=float)
+        return self
+
+    def __call__(self, x):
+        return self.weight * x
+
+
+LIBRARY = types.SimpleNamespace(Model=Model)
+
+
+def tape_of(key: str, checked: bool = False) -> dict:
+    block = Block("model")
+    with block as (tt, check):
+        model = tt.Model()
+        loaded = model.load({key: np.arange(3.0)})
+        if checked:
+            check("load returns the model", loaded.weight)
+        check("model(2)", model(2.0))
+    return block.tape.as_json()
+
+
+def test_an_unchecked_step_that_raised_is_named_in_a_strict_replay():
+    results = replay(tape_of("mlp.weight"), LIBRARY, strict=True)
+    assert isinstance(results[-1], dict) and UNCHECKED in results[-1], results
+    (what,) = results[-1][UNCHECKED]
+    assert "load" in what and "KeyError" in what, what
+
+
+def test_a_student_replay_is_never_strict_and_a_correct_tape_is_clean():
+    assert len(replay(tape_of("mlp.weight"), LIBRARY)) == 1, "a student's answers are one result per check"
+    results = replay(tape_of("weight"), LIBRARY, strict=True)
+    assert len(results) == 1 and np.allclose(results[0]["data"], [0.0, 2.0, 4.0]), results
+
+
+def test_a_step_that_raised_and_is_checked_is_an_answer_not_a_mistake():
+    results = replay(tape_of("mlp.weight", checked=True), LIBRARY, strict=True)
+    assert len(results) == 2 and "$raised" in results[0], results
+
+
+def test_the_judge_refuses_course_answers_with_an_unchecked_failure():
+    tape = tape_of("mlp.weight")
+    cell = types.SimpleNamespace(grade_id="test-model", checks=[{"name": "model(2)", "kind": "value"}])
+    probes = types.SimpleNamespace(cells=[cell])
+    answers = types.SimpleNamespace(results={0: replay(tape, LIBRARY, strict=True)}, stopped={}, status={})
+    with pytest.raises(TitoError, match=r"test-model.*KeyError.*no check looks at that result"):
+        judge.expected_answers(probes, answers)
