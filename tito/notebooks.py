@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 
 DIRECTIVE = re.compile(r"^\s*#\s*\|\s*([\w-]+)(.*)$")  # nbdev: `#| name args`
 TITLE = re.compile(r"^#\s+Module\s+\d+\s*:\s*(.+?)\s*$")

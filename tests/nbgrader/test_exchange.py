@@ -15,10 +15,10 @@ import pytest
 
 from grading_helpers import copy_course, submission
 from tito import exchange
-from tito.course import TitoError, Workspace
+from tito.workspace import TitoError, Workspace
 from tito.grading.autograde import autograde
 from tito.grading.sandbox import find_bwrap
-from tito.workspace import init_student_workspace
+from tito.student_workspace import init_student_workspace
 
 
 def tito(cwd: Path, *args: str, env: dict = None) -> subprocess.CompletedProcess:

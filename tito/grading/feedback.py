@@ -9,7 +9,7 @@ from typing import Optional
 
 from nbgrader.preprocessors import NbGraderPreprocessor  # enabled by default, unlike nbconvert's Preprocessor
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 

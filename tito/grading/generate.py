@@ -7,11 +7,11 @@ from typing import Iterable
 
 import nbformat
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 from tito.grading import judge
 from tito.grading.feedback import BEGIN_HIDDEN, END_HIDDEN
 from tito.grading.sandbox import Limits
-from tito.grading.setup import _error_line, course_id, exchange_folder, nbgrader_api
+from tito.grading.setup import _error_line, exchange_outbound, nbgrader_api
 
 _MARKERS = {"BEGIN SOLUTION": "solution", "END SOLUTION": "solution", BEGIN_HIDDEN: "grade", END_HIDDEN: "grade"}
 
@@ -75,6 +75,6 @@ def release(ws: Workspace, mod: Module, verbose: bool = False) -> Path:
         result = api.release_assignment(mod.name)
     if not result["success"]:
         raise TitoError(f"nbgrader could not release {mod.name}: {_error_line(result)}")
-    return exchange_folder(ws) / course_id(ws) / "outbound" / mod.name
+    return exchange_outbound(ws) / mod.name
 
 

@@ -7,7 +7,8 @@ from typing import Optional
 
 import nbformat
 
-from tito.course import Module, Workspace, one_line
+from tito.output import one_line
+from tito.workspace import Module, Workspace
 from tito.grading import judge
 from tito.grading.setup import _dir, _students, nbgrader_api
 
@@ -183,20 +184,16 @@ def notes(row: StudentScore, details: bool = False) -> list[str]:
     return out
 
 
-def score_table(mod: Module, rows: list[StudentScore]):
-    "A rich table: one row per student, one column per graded cell (points / max), the total and why points were lost."
-    from rich.table import Table
-
+def score_table(rows: list[StudentScore]) -> tuple[list[str], list[list]]:
+    """(headers, rows) of the score table: one row per student, one column per graded cell (points, styled by how
+    many were lost), the total and why points were lost."""
     cells = []
     for r in rows:
         cells += [k for k in r.scores if k not in cells]
     maxes = {k: m for r in rows for k, (_, m) in r.scores.items()}
-    table = Table(title=f"{mod.name}: autograded scores", title_justify="left")
-    table.add_column("student", style="bold", no_wrap=True)
-    for k in cells:
-        table.add_column(f"{k.removeprefix('test-')}\n/{_num(maxes[k])}", justify="right")
-    table.add_column(f"total\n/{_num(sum(maxes.values()))}", justify="right", style="bold")
-    table.add_column("why", style="red")
+    headers = ["student", *(f"{k.removeprefix('test-')}\n/{_num(maxes[k])}" for k in cells),
+               f"total\n/{_num(sum(maxes.values()))}", "why"]
+    table = []
     for r in rows:
         vals = []
         for k in cells:
@@ -204,22 +201,6 @@ def score_table(mod: Module, rows: list[StudentScore]):
                 vals.append("-")
                 continue
             s, m = r.scores[k]
-            vals.append(f"[{'green' if s >= m else 'red' if s == 0 else 'yellow'}]{_num(s)}[/]")
-        table.add_row(r.student, *vals, _num(r.total) if r.scores else "-", ", ".join(why(r)))
-    return table
-
-
-def print_scores(mod: Module, rows: list[StudentScore], details: bool = False):
-    "The score table, then one line per problem of each student."
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=200)  # a file or a pipe: do not squeeze the table into 80 columns
-    console.print(score_table(mod, rows))
-    for r in rows:
-        for note in notes(r, details):
-            console.print(Text(f"{r.student}: {note}"), soft_wrap=True)
-
-
+            vals.append((_num(s), "green" if s >= m else "red" if s == 0 else "yellow"))
+        table.append([(r.student, "bold"), *vals, (_num(r.total) if r.scores else "-", "bold"), (", ".join(why(r)), "red")])
+    return headers, table

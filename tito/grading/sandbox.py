@@ -33,7 +33,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Optional
 
-from tito.course import BLAS_THREADS, SETTINGS_FILE, Module, TitoError, Workspace
+from tito.workspace import BLAS_THREADS, SETTINGS_FILE, Module, TitoError, Workspace
 
 PACKAGE, TOOL = "bubblewrap", "bwrap"
 SANDBOX_UID_BASE = 1_000_000_000  # far above the ids of real users and of subordinate id ranges

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 from tito.grading import sandbox
 
 GRADEBOOK_LOCK = ".tito/gradebook.lock"
@@ -71,6 +71,16 @@ def exchange_folder(ws: Workspace) -> Path:
     from nbgrader.exchange.default.exchange import Exchange
 
     return exchange_root(ws) or Path(Exchange.class_traits()["root"].default())
+
+
+def exchange_outbound(ws: Workspace) -> Path:
+    "Where the course's released modules wait in the exchange for students to fetch them."
+    return exchange_folder(ws) / course_id(ws) / "outbound"
+
+
+def exchange_inbound(ws: Workspace) -> Path:
+    "Where students' submissions wait in the exchange to be collected."
+    return exchange_folder(ws) / course_id(ws) / "inbound"
 
 
 def hidden_from_sandbox(ws: Workspace) -> list[str]:
