@@ -88,12 +88,16 @@ class Workspace:
         "A folder or file named in settings.ini (`[section] key`, else `default`), under the workspace root."
         return self.root / self.settings.get(section, key, fallback=default)
 
-    def _seconds(self, key: str, default: int) -> int:
+    def limit(self, key: str, default: int) -> int:
+        "settings.ini `[limits] key` (else `default`): a positive whole number, or a TitoError that says so."
         try:
-            return self.settings.getint("limits", key, fallback=default)
+            value = self.settings.getint("limits", key, fallback=default)
         except ValueError:
-            raise TitoError(f"{SETTINGS_FILE} [limits] {key} must be a whole number of seconds, "
-                            f"not {self.settings.get('limits', key)!r}") from None
+            value = 0
+        if value < 1:
+            raise TitoError(f"{SETTINGS_FILE} [limits] {key} must be a positive whole number, "
+                            f"not {self.settings.get('limits', key)!r}")
+        return value
 
     @property
     def modules_dir(self) -> Path:
@@ -128,11 +132,11 @@ class Workspace:
 
     @property
     def cell_timeout(self) -> int:
-        return self._seconds("cell_timeout", 300)
+        return self.limit("cell_timeout", 300)
 
     @property
     def test_timeout(self) -> int:
-        return self._seconds("test_timeout", 900)
+        return self.limit("test_timeout", 900)
 
     def rel(self, path: Path) -> str:
         "`path` relative to the workspace root when it is inside it (for messages)."
@@ -170,10 +174,16 @@ class Workspace:
 def tool_env(pythonpath: Path | None = None) -> dict[str, str]:
     "os.environ for a subprocess: this Python's bin folder first on PATH, and `pythonpath` first on PYTHONPATH."
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PATH"] = python_first(env.get("PATH", ""))
     for name in BLAS_THREADS:  # BLAS's spinning threads oversubscribe a small, busy machine; the user's choice wins
         env.setdefault(name, "1")
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     return env
 
+
+def python_first(path: str) -> str:
+    """A PATH with this Python's bin folder first, so the tools of a virtual environment that was never activated
+    (jupyter, alembic) are found."""
+    bindir = str(Path(sys.executable).parent)
+    return os.pathsep.join([bindir, *(p for p in path.split(os.pathsep) if p and p != bindir)])

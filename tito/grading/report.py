@@ -7,6 +7,7 @@ from typing import Optional
 
 import nbformat
 
+from tito.notebooks import grade_id, is_graded, nbgrader_meta
 from tito.output import one_line
 from tito.workspace import Module, Workspace
 from tito.grading import judge
@@ -35,17 +36,13 @@ class StudentScore:
         return sum(m for _, m in self.scores.values())
 
 
-def _cell_label(cell, index: int) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
-
-
 def _verdicts(notebook: Path) -> list[tuple[str, str, str]]:
     "(grade_id, error name, message) of every graded cell of an autograded notebook that the judge failed."
     if not notebook.is_file():
         return []
     nb = nbformat.read(notebook, as_version=4)
-    return [(_cell_label(c, i), o.get("ename", ""), str(o.get("evalue", ""))) for i, c in enumerate(nb.cells, 1)
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    return [(grade_id(c) or f"cell {i}", o.get("ename", ""), str(o.get("evalue", ""))) for i, c in enumerate(nb.cells, 1)
+            if c.cell_type == "code" and is_graded(c)
             for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
 
@@ -77,10 +74,10 @@ def changed_locked_cells(submission: Path, release: Path) -> list[str]:
     if not submission.is_file() or not release.is_file():
         return []
     sub = nbformat.read(submission, as_version=4)
-    by_id = {c.metadata["nbgrader"]["grade_id"]: c for c in sub.cells if c.metadata.get("nbgrader", {}).get("grade_id")}
+    by_id = {grade_id(c): c for c in sub.cells if grade_id(c)}
     changed = []
     for cell in nbformat.read(release, as_version=4).cells:
-        meta = cell.metadata.get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         if not (is_locked(cell) and "checksum" in meta):
             continue
         theirs = by_id.get(meta["grade_id"])
@@ -105,7 +102,7 @@ def _grade_order(notebook: Path) -> list[str]:
     if not notebook.is_file():
         return []
     nb = nbformat.read(notebook, as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return [grade_id(c) for c in nb.cells if is_graded(c)]
 
 
 def scores(ws: Workspace, mod: Module, students: Optional[list[str]] = None) -> list[StudentScore]:
