@@ -14,7 +14,7 @@ from tito.notebooks import (Header, default_exp, exported_files, is_exported, mo
                             read_header, read_notebook)
 from tito.output import say
 from tito.student_workspace import reset_module
-from tito.testing import Checks, Outcome, run_judged_checks, run_notebook_checks, run_test_suite
+from tito.testing import Checks, Outcome, not_done, run_judged_checks, run_notebook_checks, run_test_suite
 from tito.workspace import Module, TitoError, Workspace
 
 app = typer.Typer(help="List, export, test and complete course modules.", no_args_is_help=True)
@@ -217,7 +217,7 @@ def _complete(ws: Workspace, module: Module, verbose: bool) -> str:
     output.rule(f"Module {module.number}: {read_header(nb).title or module.name}")
     pending = pending_exercises(nb)
     for gid in pending:
-        say(f"exercise `{gid}` not done yet", "yellow")
+        say(not_done(gid), "yellow")
     _show_export(ws, [module], changed)
     tests, checks = _run_checks(ws, module, verbose)
     entry = progress.record(ws, module, pending, tests, checks)
