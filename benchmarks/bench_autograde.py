@@ -25,7 +25,7 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tito.course import Workspace  # noqa: E402
+from tito.workspace import Workspace  # noqa: E402
 from tito.grading.autograde import autograde  # noqa: E402
 from tito.grading.collect import collect  # noqa: E402
 from tito.grading.generate import generate  # noqa: E402

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 
-from tito.course import TitoError
+from tito.workspace import TitoError
 from tito.milestone import kernel_path, perf_spec
 
 PLAIN, FAST, TORCH = "plain", "fast", "torch"

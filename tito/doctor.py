@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tito.course import TitoError, Workspace, tool_env
+from tito.workspace import TitoError, Workspace, tool_env
 
 MIN_PYTHON = (3, 10)
 PACKAGES = ("numpy", "nbdev", "nbgrader", "jupyterlab", "nbclient", "typer", "rich")  # import name = distribution

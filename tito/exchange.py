@@ -19,16 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-import typer
-
-from tito.course import MODULE_FOLDER, Module, TitoError, Workspace
+from tito.workspace import MODULE_FOLDER, Module, TitoError, Workspace
 from tito.grading.collect import valid_student_id
-from tito.grading.setup import _logger, course_id, exchange_folder, nbgrader_config
+from tito.grading.setup import _logger, exchange_outbound, nbgrader_config
 
 IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc", ".*")
 
 
-# --- student -------------------------------------------------------------------------------------------
 def _student_exchange(ws: Workspace, kind: str, assignment: str, folder: Path, student: Optional[str] = None,
                       verbose: bool = False):
     "Run nbgrader's student-side exchange step `kind` (FetchAssignment, Submit) for `assignment` in `folder`."
@@ -54,7 +51,7 @@ def _released_module(ws: Workspace, ident: str) -> Module:
     try:
         return ws.module(ident)
     except TitoError:
-        outbound = exchange_folder(ws) / course_id(ws) / "outbound"
+        outbound = exchange_outbound(ws)
         names = sorted(p.name for p in outbound.iterdir() if MODULE_FOLDER.match(p.name)) if outbound.is_dir() else []
         ident = ident.strip()
         match = [n for n in names if ident in (n, n[3:]) or (ident.isdigit() and int(n[:2]) == int(ident))]
@@ -62,6 +59,16 @@ def _released_module(ws: Workspace, ident: str) -> Module:
             raise
         m = MODULE_FOLDER.match(match[0])
         return Module(m.group(1), match[0], ws.modules_dir / match[0])
+
+
+def released_modules(ws: Workspace) -> list[Module]:
+    "The workspace's modules released to the exchange so far; a TitoError when there is none."
+    outbound = exchange_outbound(ws)
+    found = [m for m in ws.modules() if (outbound / m.name).is_dir()]
+    if not found:
+        raise TitoError(f"no module has been released to the exchange ({outbound}) yet: "
+                        "`tito nbgrader release NN` first")
+    return found
 
 
 def fetch(ws: Workspace, ident: str) -> tuple[Module, str]:
@@ -107,22 +114,3 @@ def submit(ws: Workspace, mod: Module, student: Optional[str] = None) -> str:
         shutil.copytree(mod.folder, Path(tmp) / mod.name, ignore=IGNORED)
         _student_exchange(ws, "Submit", mod.name, Path(tmp), sid)
     return sid
-
-
-# --- commands ------------------------------------------------------------------------------------------
-def fetch_command(module: str = typer.Argument(..., help="Module number or name, e.g. 01.")):
-    "Fetch a module your instructor released (JupyterHub / nbgrader exchange) into this workspace."
-    ws = Workspace.find()
-    _, said = fetch(ws, module)
-    typer.echo(said)
-
-
-def submit_command(module: str = typer.Argument(..., help="Module number or name, e.g. 01."),
-                   student: Optional[str] = typer.Option(None, "--student", help=(
-                       "Submit under this id (default: your login name, as nbgrader does)."))):
-    "Hand in a module's notebook through the nbgrader exchange (JupyterHub)."
-    ws = Workspace.find()
-    chosen = ws.module(module)
-    sid = submit(ws, chosen, student)
-    typer.echo(f"submitted {ws.rel(chosen.notebook)} as {sid}")
-

@@ -11,7 +11,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from tito.course import Module, TitoError, Workspace, last_line, one_line, tool_env
+from tito.output import last_line, one_line
+from tito.workspace import Module, TitoError, Workspace, tool_env
 from tito.locking import workspace_lock
 from tito.notebooks import (DIRECTIVE, Node, cell_at, cell_index, cell_label, default_exp, directives, exported_files,
                             read_notebook, source_notebook)

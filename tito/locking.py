@@ -5,13 +5,13 @@ updates of the progress file. Autograding serializes its gradebook work with a l
 """
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from tito.course import TitoError, Workspace
+from tito.output import note
+from tito.workspace import TitoError, Workspace
 
 WORKSPACE_LOCK = ".tito/lock"
 _LOCKS: dict[str, FileLock] = {}
@@ -34,7 +34,7 @@ def held(path: Path, what: str):
         try:
             lock.acquire(timeout=1)
         except Timeout:
-            print(f"waiting for another tito run to finish {what} ({path})", file=sys.stderr, flush=True)
+            note(f"waiting for another tito run to finish {what} ({path})", "")
             lock.acquire()
     except OSError as e:
         raise TitoError(f"cannot lock {path} for {what}: {e.strerror or e}") from None

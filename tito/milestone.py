@@ -28,15 +28,11 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import typer
-from rich.console import Console
 
-from tito import progress
-from tito.course import TitoError, Workspace, one_line
+from tito import output, progress
+from tito.output import one_line
+from tito.workspace import TitoError, Workspace
 
-milestone_app = typer.Typer(help="Milestones: end-to-end runs of the library you built.", no_args_is_help=True,
-                            add_completion=False, pretty_exceptions_show_locals=False)
-console = Console(highlight=False)
 MILESTONES = ("gpt",)
 CHECKPOINT, LOSS_PLOT, SAMPLE = "ckpt.npz", "loss.png", "sample.txt"
 PERF, PERF_MODULE = "tinytorch.perf", "07"  # the fast kernels, and the module that exports them
@@ -283,10 +279,10 @@ class StopRequest:
 
 
 def _progress():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-    return Progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    return output.progress(TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"),
-                    TimeRemainingColumn(), console=console, transient=False)
+                    TimeRemainingColumn())
 
 
 # --- the run -----------------------------------------------------------------------------------------------------
@@ -368,16 +364,16 @@ def resumed_run(out: Path, cfg: RunConfig, given: frozenset) -> Run:
     saved, meta, text = saved_run(out)
     ignored = sorted("--" + name.replace("_", "-") for name in given if getattr(saved, name) != getattr(cfg, name))
     if ignored:
-        console.print(f"[yellow]--resume continues the saved run; ignoring {', '.join(ignored)}")
+        output.say(f"--resume continues the saved run; ignoring {', '.join(ignored)}", "yellow")
     if not meta.get("text_sha256"):
-        console.print("[yellow]this checkpoint predates text hashes: cannot check that the text is the same one")
+        output.say("this checkpoint predates text hashes: cannot check that the text is the same one", "yellow")
     tokenizer, train_ids, val_ids = prepare_data(saved, meta["chars"], text)
     model, optimizer = build_model(saved, tokenizer.vocab_size)
     meta = _checkpoint_meta(path, model, optimizer)
     rng = np.random.default_rng()
     rng.bit_generator.state = meta["rng_state"]
     layers.get_rng().bit_generator.state = meta["dropout_rng_state"]
-    console.print(f"resuming from {path} at step {meta['step']} of {saved.steps}")
+    output.say(f"resuming from {path} at step {meta['step']} of {saved.steps}")
     return Run(saved, out, tokenizer, train_ids, val_ids, model, optimizer, rng, meta["step"], meta["history"],
                text_hash(text))
 
@@ -395,7 +391,7 @@ def evaluate_and_save(run: Run):
                                 chars=run.tokenizer.chars, rng_state=run.rng.bit_generator.state,
                                 dropout_rng_state=layers.get_rng().bit_generator.state, history=run.history,
                                 text_sha256=run.text_sha256)
-    console.print(f"step {run.step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
+    output.say(f"step {run.step:>6}: train {losses['train']:.4f}  val {losses['val']:.4f}  (checkpoint saved)")
 
 
 def train(run: Run, stop_at: Optional[int] = None) -> bool:
@@ -447,7 +443,7 @@ def run_gpt(cfg: RunConfig, out: Path, resume: bool = False, stop_at: Optional[i
     else:
         read_text(cfg)
     path = choose_path(fast)
-    console.print(str(path), markup=False, highlight=False, soft_wrap=True)
+    output.say(str(path))
     with kernel_path(path.fast):
         return _run_gpt(cfg, out, resume, stop_at, given)
 
@@ -459,82 +455,21 @@ def _run_gpt(cfg: RunConfig, out: Path, resume: bool, stop_at: Optional[int], gi
     except OSError as e:
         raise TitoError(f"--out {out} cannot be made: {e.strerror or e}") from None
     cfg, started = run.cfg, time.perf_counter()
-    console.print(f"GPT: {run.model.num_parameters():,} parameters, {cfg.num_layers} layers x {cfg.num_heads} heads "
-                  f"x {cfg.embed_dim} wide, context {cfg.block_size}, vocabulary {run.tokenizer.vocab_size}; "
-                  f"{len(run.train_ids):,} training / {len(run.val_ids):,} validation characters")
+    output.say(f"GPT: {run.model.num_parameters():,} parameters, {cfg.num_layers} layers x {cfg.num_heads} heads "
+               f"x {cfg.embed_dim} wide, context {cfg.block_size}, vocabulary {run.tokenizer.vocab_size}; "
+               f"{len(run.train_ids):,} training / {len(run.val_ids):,} validation characters")
     interrupted = train(run, stop_at)
     plot_losses(run.history, out / LOSS_PLOT, f"GPT on {Path(cfg.text).name if cfg.text else 'Python stdlib sources'}")
     if run.step < cfg.steps:
         why = "interrupted" if interrupted else f"stopped at --stop-at {stop_at}"
-        console.print(f"[yellow]{why} at step {run.step} of {cfg.steps}: checkpoint {run.checkpoint} and loss curve "
-                      f"kept (the sample comes at the last step); continue with --resume --out {out}")
+        output.say(f"{why} at step {run.step} of {cfg.steps}: checkpoint {run.checkpoint} and loss curve kept (the "
+                   f"sample comes at the last step); continue with --resume --out {out}", "yellow")
         return 130 if interrupted else 0
     sample = write_sample(run)
     minutes = (time.perf_counter() - started) / 60
-    console.print(f"[bold]done:[/bold] validation loss {run.history['val_loss'][-1]:.4f} after {run.step} steps "
-                  f"({minutes:.1f} min in this session); checkpoint {run.checkpoint}, loss curve {out / LOSS_PLOT}, "
-                  f"sample {out / SAMPLE}")
-    console.rule("sample")
-    console.print(sample, markup=False, highlight=False)
+    output.say(f"done: validation loss {run.history['val_loss'][-1]:.4f} after {run.step} steps "
+               f"({minutes:.1f} min in this session); checkpoint {run.checkpoint}, loss curve {out / LOSS_PLOT}, "
+               f"sample {out / SAMPLE}")
+    output.rule("sample")
+    output.say(sample)
     return 0
-
-
-_DEFAULTS = RunConfig()
-
-
-@milestone_app.callback()
-def _milestones():
-    "Milestones: end-to-end runs of the library you built."
-
-
-@milestone_app.command("list")
-def list_milestones():
-    "The milestones there are."
-    console.print("gpt  train a small GPT on a text file (the module 06 capstone): tito milestone run gpt --help")
-
-
-@milestone_app.command("run")
-def run(
-    name: str = typer.Argument(..., help=f"Which milestone: {', '.join(MILESTONES)}."),
-    text: Optional[Path] = typer.Option(None, "--text", help="A UTF-8 text file to train on (default: Python's "
-                                        "standard-library sources)."),
-    max_chars: Optional[int] = typer.Option(None, help="Use only the first MAX_CHARS characters of the text."),
-    steps: int = typer.Option(_DEFAULTS.steps, min=1, help="Training steps (the learning-rate schedule spans them)."),
-    batch_size: int = typer.Option(_DEFAULTS.batch_size, min=1, help="Sequences per step."),
-    block_size: int = typer.Option(_DEFAULTS.block_size, min=1, help="Context length (the model's max_seq_len)."),
-    embed_dim: int = typer.Option(_DEFAULTS.embed_dim, min=1, help="Width of the residual stream."),
-    num_layers: int = typer.Option(_DEFAULTS.num_layers, min=1, help="Transformer blocks."),
-    num_heads: int = typer.Option(_DEFAULTS.num_heads, min=1, help="Attention heads per block."),
-    dropout: float = typer.Option(_DEFAULTS.dropout, min=0.0, max=0.99, help="Dropout probability."),
-    lr: float = typer.Option(_DEFAULTS.lr, help="Peak learning rate (AdamW, warmup then cosine decay)."),
-    warmup: int = typer.Option(_DEFAULTS.warmup, min=0, help="Warmup steps."),
-    weight_decay: float = typer.Option(_DEFAULTS.weight_decay, help="AdamW weight decay."),
-    eval_interval: int = typer.Option(_DEFAULTS.eval_interval, min=1, help="Evaluate and checkpoint every N steps."),
-    eval_iters: int = typer.Option(_DEFAULTS.eval_iters, min=1, help="Batches per evaluation."),
-    sample_tokens: int = typer.Option(_DEFAULTS.sample_tokens, min=0, help="Characters to generate at the end."),
-    temperature: float = typer.Option(_DEFAULTS.temperature, min=0.0, help="Sampling temperature."),
-    top_k: Optional[int] = typer.Option(None, min=1, help="Sample only among the K most likely characters."),
-    seed: int = typer.Option(_DEFAULTS.seed, help="Seed for the weights, the batches and the sample."),
-    out: Path = typer.Option(Path("runs/gpt"), help="Folder for the checkpoint, loss curve and sample."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
-    stop_at: Optional[int] = typer.Option(None, min=1, help="Stop after this step, with a checkpoint and the loss "
-                                          "curve (no sample: it comes at the last step); --resume continues."),
-    fast: Optional[bool] = typer.Option(None, "--fast/--plain", help="Module 07's fast kernels, or the plain ops of "
-                                        "modules 01-06 (default: fast when module 07 is complete)."),
-):
-    "Train a GPT with your tinytorch: progress bar, validation loss, checkpoint, loss curve and a sample."
-    if name not in MILESTONES:
-        raise TitoError(f"unknown milestone {name!r}; available: {', '.join(MILESTONES)}")
-    options = dict(text=None if text is None else str(text), max_chars=max_chars, steps=steps,
-                   batch_size=batch_size, block_size=block_size, embed_dim=embed_dim, num_layers=num_layers,
-                   num_heads=num_heads, dropout=dropout, lr=lr, warmup=warmup, weight_decay=weight_decay,
-                   eval_interval=eval_interval, eval_iters=eval_iters, sample_tokens=sample_tokens,
-                   temperature=temperature, top_k=top_k, seed=seed)
-    cfg = RunConfig(**options)
-    given = frozenset(k for k, v in options.items() if v != getattr(_DEFAULTS, k))
-    raise typer.Exit(run_gpt(cfg, out, resume=resume, stop_at=stop_at, given=given, fast=fast))
-
-
-if __name__ == "__main__":  # `python -m tito.milestone ...`, with tito's one-line errors
-    from tito.cli import main
-    main(milestone_app)

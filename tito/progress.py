@@ -6,7 +6,7 @@ import json
 import os
 from datetime import datetime
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 from tito.locking import workspace_lock
 from tito.testing import Checks
 
@@ -40,6 +40,13 @@ def is_complete(ws: Workspace, module: Module | str) -> bool:
 def incomplete_before(ws: Workspace, module: Module) -> list[Module]:
     "Earlier modules whose last `complete` run did not pass (or never ran)."
     return [m for m in ws.modules() if m.number < module.number and not is_complete(ws, m)]
+
+
+def require_earlier_complete(ws: Workspace, module: Module):
+    "A TitoError unless every earlier module is complete (a later module imports them)."
+    if missing := incomplete_before(ws, module):
+        raise TitoError(f"complete module(s) {', '.join(m.number for m in missing)} first: "
+                        f"module {module.number} builds on them")
 
 
 def now() -> str:

@@ -1,226 +1,189 @@
-"""Course repositories and student workspaces.
+"""The course workspace: where it is, its settings, its paths and modules, and the environment tito runs tools in.
 
-A *course repository* holds the notebooks with their solutions (the instructor's checkout). A *student
-workspace* is made from it by `tito student init DIR`: the nbgrader release notebooks in `modules/` (and a
-pristine copy in `release/`), the module test suites, tito, and a `tinytorch` package that holds only what
-the student has exported so far. Its `settings.ini` says `[workspace] kind = student`.
-
-`tito module reset NN` (student workspaces only) saves the student's notebook to a timestamped backup in
-`[workspace] backup_dir`, then restores the release notebook.
-
-The workspace's paths (release folder, settings-named folders) are `Workspace`'s own (`tito.course`), which
-`tito.grading` uses too: grading never imports this module, and this one imports grading only to have nbgrader
-generate stale release notebooks for a new student workspace. The commands are in `tito.student`.
-"""
+It imports no other tito module, so any of them can import it (tito.grading finds the workspace's paths here)."""
 from __future__ import annotations
 
-import datetime as _dt
+import configparser
 import os
 import re
-import shutil
-import tempfile
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from tito.course import SETTINGS_FILE, Module, TitoError, Workspace
-
-# Test folders that only make sense next to the solutions; a student workspace does not get them.
-INSTRUCTOR_ONLY_TESTS = ("nbgrader", "integration", "tito")
-# Copied into a student workspace when the course repository has them (README.md: pyproject's `readme`).
-OPTIONAL_FILES = ("README.md", "LICENSE", ".gitignore", "docs/GRADING.md")
-OPTIONAL_DIRS = ("data",)
-STUDENT_GUIDE = "docs/STUDENT_README.md"
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")
+SETTINGS_FILE = "settings.ini"
+STUDENT = "student"  # settings.ini [workspace] kind of a workspace made by `tito student init`
+MODULE_FOLDER = re.compile(r"^(\d{2})_(\w+)$")  # modules/NN_topic/
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # set for the kernels and tests tito runs
 
 
-# --- where things are ------------------------------------------------------------------------------
-def is_student_workspace(ws: Workspace) -> bool:
-    "True when `ws` was made by `tito student init` (settings.ini: [workspace] kind = student)."
-    return ws.is_student
+class TitoError(Exception):
+    "A problem tito reports as one line (no traceback) before exiting non-zero."
 
 
-def released(ws: Workspace, module: Module) -> Module:
-    "The release (student) version of `module`: `release/NN_topic/NN_topic.ipynb`."
-    return ws.released(module)
+@dataclass(frozen=True)
+class Module:
+    "One course module: the folder `modules/NN_topic/` and the notebook `NN_topic.ipynb` inside it."
+    number: str  # "01"
+    name: str  # "01_tensor"
+    folder: Path
+
+    @property
+    def topic(self) -> str:
+        return self.name[3:]
+
+    @property
+    def notebook(self) -> Path:
+        return self.folder / f"{self.name}.ipynb"
 
 
-# --- student workspace ------------------------------------------------------------------------------
-def _copy_tests(src: Path, dst: Path):
-    "The module test suites and shared test files, without the instructor-only folders."
-    dst.mkdir(parents=True, exist_ok=True)
-    for item in sorted(src.iterdir()):
-        if item.name in INSTRUCTOR_ONLY_TESTS or _IGNORE(str(src), [item.name]):
-            continue
-        if item.is_dir():
-            shutil.copytree(item, dst / item.name, ignore=_IGNORE)
-        else:
-            shutil.copy2(item, dst / item.name)
+class Workspace:
+    "A course folder: `settings.ini` (with a [course] section) next to the modules folder it names."
 
+    def __init__(self, root: Path, settings: configparser.ConfigParser):
+        self.root, self.settings = root, settings
 
-def mark_student_settings(text: str) -> str:
-    "settings.ini text with `kind = student` in its [workspace] section (added or replaced), comments kept."
-    out, section, done = [], None, False
-    line_kind = ("# Made by `tito student init`: a student workspace (instructor commands are refused here).\n"
-                 "kind = student\n")
-    for line in text.splitlines(keepends=True):
-        header = re.match(r"^\s*\[([^\]]+)\]", line)
-        if header:
-            section = header.group(1).strip()
-        elif section == "workspace" and re.match(r"^\s*kind\s*[=:]", line):
-            continue  # replaced below
-        out.append(line if line.endswith("\n") else line + "\n")
-        if header and section == "workspace" and not done:
-            out.append(line_kind)
-            done = True
-    if not done:
-        out.append("\n[workspace]\n" + line_kind)
-    return "".join(out)
+    @classmethod
+    def find(cls, root: str | Path | None = None) -> Workspace:
+        "The workspace at `root`, else at $TITO_ROOT, else the nearest one from the current folder upwards."
+        root = root or os.environ.get("TITO_ROOT")
+        if root:
+            folder = Path(root).expanduser().resolve()
+            workspace = cls._load(folder)
+            if workspace is None:
+                raise TitoError(f"{folder} is not a TinyTorch workspace (it needs {SETTINGS_FILE} "
+                                "with a [course] section and a modules/ folder)")
+            return workspace
+        start = Path.cwd().resolve()
+        if (workspace := cls.containing(start)) is not None:
+            return workspace
+        raise TitoError(f"no TinyTorch workspace in {start} or above (a folder with {SETTINGS_FILE} and modules/); "
+                        "run tito inside the course folder or pass --root")
 
-
-def _copy_package_skeleton(lib: Path, dest_lib: Path):
-    """The package as a student starts it: the hand-written `__init__.py` of the package and of `core/`, no
-    exported module (nbdev writes those, and `_modidx.py`, when the student exports)."""
-    for rel in (Path("__init__.py"), Path("core") / "__init__.py"):
-        target = dest_lib / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if (lib / rel).is_file():
-            shutil.copy2(lib / rel, target)
-        else:
-            target.write_text("", encoding="utf-8")
-
-
-def _fill_workspace(ws: Workspace, dest: Path, modules: list[Module]):
-    "Copy what a student workspace holds from the course repository `ws` into the empty folder `dest`."
-    shutil.copy2(ws.root / "pyproject.toml", dest / "pyproject.toml")
-    settings = (ws.root / SETTINGS_FILE).read_text(encoding="utf-8")
-    (dest / SETTINGS_FILE).write_text(mark_student_settings(settings), encoding="utf-8")
-    for name in OPTIONAL_FILES:
-        if (ws.root / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ws.root / name, dest / name)
-    if (ws.root / STUDENT_GUIDE).is_file():  # the workspace's README is the student guide, not the course's
-        shutil.copy2(ws.root / STUDENT_GUIDE, dest / "README.md")
-    if (dest / ".gitignore").is_file():  # here release/ is the pristine copy `tito module reset` needs: keep it
-        release = ws.rel(ws.release_dir).strip("/")
-        lines = (dest / ".gitignore").read_text(encoding="utf-8").splitlines(keepends=True)
-        (dest / ".gitignore").write_text("".join(x for x in lines if x.strip().strip("/") != release), encoding="utf-8")
-    for name in ("tito", "tools", *OPTIONAL_DIRS):
-        if (ws.root / name).is_dir():
-            shutil.copytree(ws.root / name, dest / name, ignore=_IGNORE)
-    if ws.tests_dir.is_dir():
-        _copy_tests(ws.tests_dir, dest / ws.rel(ws.tests_dir))
-    _copy_package_skeleton(ws.lib_dir, dest / ws.rel(ws.lib_dir))
-    for module in modules:
-        for folder in (ws.modules_dir, ws.release_dir):  # the student's copy, and a pristine one for reset
-            shutil.copytree(ws.released(module).folder, dest / ws.rel(folder) / module.name, ignore=_IGNORE)
-
-
-def stale_releases(ws: Workspace) -> list[Module]:
-    "Modules whose release notebook is missing or older than the source notebook (nbgrader must generate them)."
-    from tito.grading.judge import expected_file
-
-    return [m for m in ws.modules() if not ws.released(m).notebook.is_file()
-            or ws.released(m).notebook.stat().st_mtime < m.notebook.stat().st_mtime
-            or not expected_file(ws.released(m).notebook).is_file()]
-
-
-def init_student_workspace(ws: Workspace, dest: Path, *, generate=None, only: Optional[list[Module]] = None,
-                           progress=None) -> list[Module]:
-    """Make a student workspace at `dest` from the course repository `ws`; the released modules (all of them, or
-    `only` these: the rest come later through `tito fetch`).
-
-    Modules whose release notebook is missing or older than the source notebook are generated first, with
-    `generate(ws, modules)` (default: `tito.grading.generate`, i.e. nbgrader); `progress(message)` hears of it."""
-    dest = Path(dest).expanduser().resolve()
-    if ws.is_student:
-        raise TitoError(f"{ws.root} is a student workspace; run `tito student init` in the course repository")
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise TitoError(f"{dest} already exists and is not empty; choose a new folder")
-    modules = ws.modules() if only is None else list(only)
-    if not modules:
-        raise TitoError(f"no modules in {ws.rel(ws.modules_dir)}/")
-    if stale := [m for m in stale_releases(ws) if m in modules]:
-        if generate is None:
-            from tito.grading.generate import generate  # nbgrader: only when there is a release to make
-        if progress:
-            progress(f"generating the student version of {', '.join(m.name for m in stale)} with nbgrader")
-        generate(ws, stale)
-
-    # Build it beside `dest` and rename at the end, so a failure leaves no half-made workspace.
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tito-partial", dir=dest.parent))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        build.chmod(0o777 & ~umask)  # mkdtemp makes it private; a workspace is an ordinary folder
-        _fill_workspace(ws, build, modules)
-        if dest.exists():
-            dest.rmdir()  # empty, checked above
-        os.replace(build, dest)
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-    return [ws.released(m) for m in modules]
-
-
-# --- reset ------------------------------------------------------------------------------------------
-def backup_path(ws: Workspace, module: Module, now: Optional[_dt.datetime] = None) -> Path:
-    "A new, unused backup file: `<[workspace] backup_dir>/<NN_topic>-YYYYmmdd-HHMMSS.ipynb`."
-    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
-    folder = ws.setting_path("workspace", "backup_dir", ".tito/backups")
-    path, n = folder / f"{module.name}-{stamp}.ipynb", 1
-    while path.exists():
-        n += 1
-        path = folder / f"{module.name}-{stamp}-{n}.ipynb"
-    return path
-
-
-def reset_module(ws: Workspace, module: Module, now: Optional[_dt.datetime] = None) -> Optional[Path]:
-    """Put the release notebook of `module` back in a student workspace; the backup made, or None.
-
-    The student's notebook is first copied to a new backup file, and the copy is checked, unless it is missing
-    or already identical to the release. Files the release has beside the notebook are restored if missing.
-    When a folder cannot be written (a read-only `modules/`), nothing is changed and the error is one line."""
-    if not ws.is_student:
-        raise TitoError("`tito module reset` is for student workspaces (made by `tito student init DIR`); "
-                        "here it would overwrite a notebook that holds the solutions")
-    release = ws.released(module)
-    if not release.notebook.is_file():
-        raise TitoError(f"the release copy {ws.rel(release.notebook)} is missing, so there is nothing to reset to")
-    pristine = release.notebook.read_bytes()
-    current = module.notebook.read_bytes() if module.notebook.exists() else None
-    extras = [(extra, module.folder / extra.relative_to(release.folder)) for extra in sorted(release.folder.rglob("*"))
-              if extra.is_file() and extra != release.notebook]
-    extras = [(extra, target) for extra, target in extras if not target.exists()]
-    if current == pristine and not extras:
+    @classmethod
+    def containing(cls, path: str | Path) -> Workspace | None:
+        "The nearest workspace at or above `path` (a file or folder), or None."
+        path = Path(path).resolve()
+        for folder in (path, *path.parents):
+            if (workspace := cls._load(folder)) is not None:
+                return workspace
         return None
-    partial = module.notebook.with_name(f".{module.notebook.name}.tito-partial")
-    try:  # first prove the module folder is writable, so a failure below leaves everything as it was
-        module.folder.mkdir(parents=True, exist_ok=True)
-        if current != pristine:
-            partial.write_bytes(pristine)
-    except OSError as e:
-        raise TitoError(f"cannot reset module {module.number}: {ws.rel(module.folder)} is not writable "
-                        f"({e.strerror or e}); nothing was changed") from None
-    backup = None
-    if current is not None and current != pristine:
-        backup = backup_path(ws, module, now)
+
+    @classmethod
+    def _load(cls, folder: Path) -> Workspace | None:
+        "The workspace in `folder`, or None if `folder` is not one."
+        settings_file = folder / SETTINGS_FILE
+        if not settings_file.is_file():
+            return None
+        settings = configparser.ConfigParser()
         try:
-            backup.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(module.notebook, backup)
-            if backup.read_bytes() != current:
-                raise OSError(f"the copy in {ws.rel(backup)} differs from the notebook")
-        except OSError as e:
-            partial.unlink(missing_ok=True)
-            if backup.exists():
-                backup.unlink()
-            raise TitoError(f"could not back up {ws.rel(module.notebook)} to {ws.rel(backup.parent)}/ "
-                            f"({e.strerror or e}); nothing was reset") from None
-    if current != pristine:
-        os.replace(partial, module.notebook)
-    try:
-        for extra, target in extras:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(extra, target)
-    except OSError as e:
-        raise TitoError(f"restored {ws.rel(module.notebook)}, but not the files beside it ({e.strerror or e})") from None
-    return backup
+            settings.read(settings_file, encoding="utf-8")
+        except configparser.Error as e:
+            raise TitoError(f"{settings_file} cannot be read: {str(e).splitlines()[0]}") from None
+        if not settings.has_section("course"):
+            return None
+        workspace = cls(folder, settings)
+        return workspace if workspace.modules_dir.is_dir() else None
+
+    def setting_path(self, section: str, key: str, default: str) -> Path:
+        "A folder or file named in settings.ini (`[section] key`, else `default`), under the workspace root."
+        return self.root / self.settings.get(section, key, fallback=default)
+
+    def limit(self, key: str, default: int) -> int:
+        "settings.ini `[limits] key` (else `default`): a positive whole number, or a TitoError that says so."
+        try:
+            value = self.settings.getint("limits", key, fallback=default)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise TitoError(f"{SETTINGS_FILE} [limits] {key} must be a positive whole number, "
+                            f"not {self.settings.get('limits', key)!r}")
+        return value
+
+    @property
+    def modules_dir(self) -> Path:
+        return self.setting_path("course", "modules_dir", "modules")
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.setting_path("course", "tests_dir", "tests")
+
+    @property
+    def lib_dir(self) -> Path:
+        "The exported package, e.g. `tinytorch/`."
+        return self.setting_path("course", "package", "tinytorch")
+
+    @property
+    def progress_file(self) -> Path:
+        return self.setting_path("workspace", "progress_file", ".tito/progress.json")
+
+    @property
+    def is_student(self) -> bool:
+        "True when `tito student init` made it (settings.ini: [workspace] kind = student)."
+        return self.settings.get("workspace", "kind", fallback="course").strip() == STUDENT
+
+    @property
+    def release_dir(self) -> Path:
+        "nbgrader's release folder: the student versions of the notebooks."
+        return self.setting_path("nbgrader", "release_dir", "release")
+
+    def released(self, module: Module) -> Module:
+        "The release (student) version of `module`: `release/NN_topic/NN_topic.ipynb`."
+        return Module(module.number, module.name, self.release_dir / module.name)
+
+    @property
+    def cell_timeout(self) -> int:
+        return self.limit("cell_timeout", 300)
+
+    @property
+    def test_timeout(self) -> int:
+        return self.limit("test_timeout", 900)
+
+    def rel(self, path: Path) -> str:
+        "`path` relative to the workspace root when it is inside it (for messages)."
+        try:
+            return str(Path(path).resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def modules(self) -> list[Module]:
+        "Every `modules/NN_topic/` folder, in course order."
+        found = [Module(m.group(1), folder.name, folder) for folder in self.modules_dir.iterdir()
+                 if folder.is_dir() and (m := MODULE_FOLDER.match(folder.name))]
+        return sorted(found, key=lambda module: module.name)
+
+    def module(self, ident: str) -> Module:
+        "The module named by `ident`: a number (`1`, `01`), a folder name (`01_tensor`) or a topic (`tensor`)."
+        modules = self.modules()
+        ident = ident.strip()
+        if ident.isdigit():
+            matches = [m for m in modules if int(m.number) == int(ident)]
+        else:
+            matches = [m for m in modules if ident in (m.name, m.topic)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise TitoError(f"module {ident!r} is ambiguous: {', '.join(m.name for m in matches)}")
+        known = ", ".join(m.name for m in modules) or "none"
+        raise TitoError(f"unknown module {ident!r} (modules in {self.rel(self.modules_dir)}/: {known})")
+
+    def tests_for(self, module: Module) -> Path:
+        "The module's pytest suite, e.g. `tests/01_tensor/`."
+        return self.tests_dir / module.name
+
+
+def tool_env(pythonpath: Path | None = None) -> dict[str, str]:
+    "os.environ for a subprocess: this Python's bin folder first on PATH, and `pythonpath` first on PYTHONPATH."
+    env = dict(os.environ)
+    env["PATH"] = python_first(env.get("PATH", ""))
+    for name in BLAS_THREADS:  # BLAS's spinning threads oversubscribe a small, busy machine; the user's choice wins
+        env.setdefault(name, "1")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
+    return env
+
+
+def python_first(path: str) -> str:
+    """A PATH with this Python's bin folder first, so the tools of a virtual environment that was never activated
+    (jupyter, alembic) are found."""
+    bindir = str(Path(sys.executable).parent)
+    return os.pathsep.join([bindir, *(p for p in path.split(os.pathsep) if p and p != bindir)])

@@ -13,7 +13,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nbgrader"))
 
 from bug_catalogue import BUGS  # noqa: E402
 from grading_helpers import REPO, cell, copy_course  # noqa: E402,F401
-from tito.workspace import released  # noqa: E402
 
 
 def bug(slug: str):
@@ -30,7 +29,7 @@ def build(ws, dst: Path, *, complete: bool = True, bug_slug: str = "", append: d
     sol = nbformat.read(mod.notebook, as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in sol.cells
                if c.metadata.get("nbgrader", {}).get("solution")}
-    nb = nbformat.read(released(ws, mod).notebook, as_version=4)
+    nb = nbformat.read(ws.released(mod).notebook, as_version=4)
     if complete:
         for c in nb.cells:
             if c.metadata.get("nbgrader", {}).get("solution"):

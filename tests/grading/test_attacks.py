@@ -542,7 +542,7 @@ FLOOD = textwrap.dedent('''
 FLOOD_SCRIPT = textwrap.dedent('''
     import json, sys
     from pathlib import Path
-    from tito.course import Workspace
+    from tito.workspace import Workspace
     from tito.grading.autograde import autograde
     from tito.grading.feedback import feedback
     ws = Workspace.find(Path(sys.argv[1]))

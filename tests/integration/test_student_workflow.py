@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tito.course import TitoError, Workspace
-from tito.workspace import init_student_workspace, is_student_workspace, released, reset_module
+from tito.workspace import TitoError, Workspace
+from tito.student_workspace import init_student_workspace, reset_module
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE_FILES = ("settings.ini", "pyproject.toml", "README.md", ".gitignore", "modules", "tinytorch", "tito", "tools",
@@ -81,15 +81,15 @@ def student(course, tmp_path_factory):
 
 def test_workspace_holds_the_release_and_an_empty_package(course, student):
     ws, bindir = student
-    assert is_student_workspace(ws) and not is_student_workspace(course)
+    assert ws.is_student and not course.is_student
     files = sorted(p.relative_to(ws.lib_dir).as_posix() for p in ws.lib_dir.rglob("*") if p.is_file())
     assert files == ["__init__.py", "core/__init__.py"]
     assert (ws.lib_dir / "__init__.py").read_bytes() == (course.lib_dir / "__init__.py").read_bytes()
     assert [m.name for m in ws.modules()] == [m.name for m in course.modules()]
     for mod in course.modules():
-        release = released(course, mod).notebook.read_bytes()
+        release = course.released(mod).notebook.read_bytes()
         assert ws.module(mod.name).notebook.read_bytes() == release
-        assert released(ws, mod).notebook.read_bytes() == release
+        assert ws.released(mod).notebook.read_bytes() == release
         assert "### BEGIN SOLUTION" not in release.decode()
     assert (ws.root / "tests" / "01_tensor").is_dir() and not (ws.root / "tests" / "nbgrader").exists()
     for name in ("pyproject.toml", "tito/cli.py", "tools/nbsync.py"):
@@ -141,7 +141,7 @@ def test_reset_keeps_a_backup_of_the_students_notebook(fresh_student):
     backups = sorted((ws.root / ".tito" / "backups").glob("01_tensor-*.ipynb"))
     assert len(backups) == 1 and backups[0].read_bytes() == mine
     assert f"saved your notebook to .tito/backups/{backups[0].name}" in done.stdout
-    assert mod.notebook.read_bytes() == released(ws, mod).notebook.read_bytes()
+    assert mod.notebook.read_bytes() == ws.released(mod).notebook.read_bytes()
 
     again = run([*tito_here(), "module", "reset", "01"], ws.root)  # nothing of the student's to lose
     assert again.returncode == 0 and "nothing to back up" in again.stdout
@@ -166,7 +166,7 @@ def test_reset_restores_a_deleted_notebook(fresh_student):
     mod = ws.module("01")
     mod.notebook.unlink()
     assert reset_module(ws, mod) is None
-    assert mod.notebook.read_bytes() == released(ws, mod).notebook.read_bytes()
+    assert mod.notebook.read_bytes() == ws.released(mod).notebook.read_bytes()
 
 
 def test_reset_refuses_the_course_repository(course):

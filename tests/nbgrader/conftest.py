@@ -6,7 +6,7 @@ never written to. The copy is shared at session scope because making a gradebook
 import pytest
 
 from grading_helpers import copy_course
-from tito.course import Workspace
+from tito.workspace import Workspace
 from tito.grading.generate import generate
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import nbformat
 
-from tito.course import Workspace
+from tito.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")

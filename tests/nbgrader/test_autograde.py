@@ -18,12 +18,11 @@ import nbformat
 import pytest
 
 from grading_helpers import cell, copy_course, submission
-from tito.course import TitoError
+from tito.workspace import TitoError
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect, examine
 from tito.grading.feedback import feedback
 from tito.grading.report import scores, why
-from tito.workspace import released
 
 TIMEOUT = 6  # seconds per graded cell for these runs; module 01's cells take milliseconds
 
@@ -43,7 +42,7 @@ def _bare_env(**extra) -> dict:
 def class01(course, tmp_path_factory):
     "Module 01 submissions collected from a folder and autograded: {student: StudentScore}."
     mod = course.module("01")
-    solution, release = mod.notebook, released(course, mod).notebook
+    solution, release = mod.notebook, course.released(mod).notebook
     inbox = tmp_path_factory.mktemp("inbox")
     submission(solution, release, inbox / "alice" / "my work.ipynb")  # any name, alone in the folder
     (inbox / "bob.ipynb").write_bytes(release.read_bytes())  # handed in untouched

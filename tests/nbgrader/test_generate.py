@@ -17,9 +17,8 @@ from nbdev.doclinks import nbdev_export
 from nbgrader.utils import compute_checksum
 
 from grading_helpers import repo_modules, require_release
-from tito.course import TitoError
+from tito.workspace import TitoError
 from tito.grading.generate import lint_markers
-from tito.workspace import released
 
 MODULES = repo_modules()
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # nbgrader's default code stub for Python
@@ -52,7 +51,7 @@ def pair(course, name):
     require_release(course, name)
     mod = course.module(name)
     src = nbformat.read(mod.notebook, as_version=4)
-    rel = nbformat.read(released(course, mod).notebook, as_version=4)
+    rel = nbformat.read(course.released(mod).notebook, as_version=4)
     assert len(src.cells) == len(rel.cells), "nbgrader must keep every cell"
     return src, rel
 
@@ -163,7 +162,7 @@ def _export(course, name: str, notebook: Path, scratch: Path) -> dict:
 def test_release_is_valid_and_exports_the_same_names(course, name, tmp_path):
     require_release(course, name)
     mod = course.module(name)
-    release = released(course, mod).notebook
+    release = course.released(mod).notebook
     nb = nbformat.read(release, as_version=4)
     nbformat.validate(nb)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tito.workspace import mark_student_settings
+from tito.student_workspace import mark_student_settings
 from tito_helpers import assert_one_line_error, notebook_path, run_tito, tree_digest
 
 TINY = ["--plain", "--steps", "4", "--batch-size", "2", "--block-size", "8", "--embed-dim", "16", "--num-layers", "1",

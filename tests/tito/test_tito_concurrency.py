@@ -9,7 +9,7 @@ from tito_helpers import notebook_path
 RECORD = """
 import sys
 from tito import progress
-from tito.course import Workspace
+from tito.workspace import Workspace
 from tito.testing import Checks, Outcome
 ws = Workspace.find(sys.argv[1])
 module = ws.module(sys.argv[2])

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+from tito.cli import COMMANDS
 from tito_helpers import REPO
 
 TITO = REPO / "tito"
@@ -67,22 +68,23 @@ def tito_imports(top_level_only: bool = False) -> dict:
 
 def test_the_graph_reader_sees_imports_inside_functions():
     graph = tito_imports()
-    assert "tito.grading.generate" in graph["tito.workspace"], "imported inside init_student_workspace"
-    assert "tito.cli" in graph["tito.milestone"], "imported under `if __name__ == '__main__'`"
+    assert "tito.grading.generate" in graph["tito.student_workspace"], "imported inside init_student_workspace"
+    assert "tito.exchange" in graph["tito.commands.fetch"], "imported inside the command"
 
 
 def test_grading_finds_the_workspaces_paths_in_the_lowest_module():
-    """Grading (the package tito.grading) needs only the lowest modules: the workspace's paths (course), locks and the
-    notebook reader, and its own stages; no Jupyter kernel module any more (the answer process replaced it)."""
+    """Grading (the package tito.grading) needs only the lowest modules: the workspace's paths, the output helpers, locks
+    and the notebook reader, and its own stages; no Jupyter kernel module any more (the answer process replaced it)."""
     graph = tito_imports()
     grading = {name: imported for name, imported in graph.items() if name.startswith("tito.grading")}
     assert {"tito.grading", "tito.grading.judge", "tito.grading.sandbox", "tito.grading.probes",
             "tito.grading.answer", "tito.grading.autograde"} <= grading.keys()
     for name, imported in grading.items():
         outside = {m for m in imported if not m.startswith("tito.grading")}
-        assert outside <= {"tito.course", "tito.locking", "tito.notebooks"}, (name, outside)
+        assert outside <= {"tito.workspace", "tito.output", "tito.locking", "tito.notebooks", "tito.nbdev_procs"}, \
+            (name, outside)
     assert "tito.kernel" not in graph and "tito.hidden_tests" not in graph and "tito.sandbox" not in graph
-    assert graph["tito.course"] == set()
+    assert graph["tito.workspace"] == set()
 
 
 def test_the_answer_process_imports_nothing_of_tito():
@@ -130,9 +132,9 @@ def test_no_import_cycle_among_titos_modules():
 
 
 def test_the_workspace_imports_without_grading():
-    loaded = json.loads(fresh_python("import json, sys, tito.workspace; print(json.dumps(sorted(sys.modules)))"))
-    assert "tito.workspace" in loaded
-    assert "tito.grading" not in loaded and "nbgrader" not in loaded and "tito.student" not in loaded
+    loaded = json.loads(fresh_python("import json, sys, tito.student_workspace; print(json.dumps(sorted(sys.modules)))"))
+    assert "tito.student_workspace" in loaded
+    assert "tito.grading" not in loaded and "nbgrader" not in loaded and "tito.commands" not in loaded
 
 
 IMPORTS_LEAVE_ENVIRON = """
@@ -151,7 +153,8 @@ def changed_environ(*modules: str, pythonpath=None) -> dict:
 
 
 def test_importing_tito_leaves_the_environment_unchanged():
-    assert changed_environ("tito", "tito.cli", "tito.milestone", "tito.workspace", "tito.grading") == {}
+    commands = [f"tito.commands.{name}" for name in COMMANDS]
+    assert changed_environ("tito", "tito.cli", *commands, "tito.milestone", "tito.student_workspace", "tito.grading") == {}
 
 
 def test_importing_tinytorch_leaves_the_environment_unchanged():

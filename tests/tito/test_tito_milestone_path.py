@@ -9,7 +9,7 @@ from importlib.machinery import ModuleSpec
 import pytest
 
 from tito import milestone
-from tito.course import TitoError
+from tito.workspace import TitoError
 
 
 def fake_spec(monkeypatch, origin=None):

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from tito.course import TitoError, Workspace
+from tito.workspace import TitoError, Workspace
 from tito_helpers import cells, run_tito
 
 

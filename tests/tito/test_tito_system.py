@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from tito import doctor
-from tito.course import Workspace
+from tito.workspace import Workspace
 from tito_helpers import assert_one_line_error, run_tito
 
 DOCTOR_CHECKS = ["python", "numpy", "nbdev", "nbgrader", "jupyterlab", "nbclient", "typer", "rich", "workspace",
@@ -122,6 +122,6 @@ def test_a_missing_plug_in_is_simply_absent(monkeypatch):
 
     from tito import cli
 
-    monkeypatch.setattr(cli.MainGroup, "plugins", {"ghost": ("tito.no_such_plug_in", "ghost_app")})
+    monkeypatch.setattr(cli.Commands, "names", (*cli.COMMANDS, "ghost"))  # no tito/commands/ghost.py
     result = CliRunner().invoke(cli.app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "module" in result.output and "ghost" not in result.output

@@ -86,10 +86,10 @@ def as_student(root: Path, *names: str):
     kind = student, and `release/NN_topic/` holds each named module's notebook (hidden checks removed) with the course's answers to its
     checks shipped beside it (`NN_topic.expected.json`), computed from the course copy's package as it is now.
     Call it before editing a notebook, so that the shipped answers are the course's, not the student's."""
-    from tito.course import Workspace
+    from tito.workspace import Workspace
     from tito.grading.feedback import without_hidden
     from tito.grading.generate import ship_expected
-    from tito.workspace import mark_student_settings
+    from tito.student_workspace import mark_student_settings
 
     ws = Workspace.find(root)
     for name in names or ("01_tensor",):

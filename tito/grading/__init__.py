@@ -10,7 +10,7 @@ One file per stage:
 - `judge`: the course's answers against the student's, compared as data: one verdict per graded cell.
 - `autograde`: nbgrader's autograde with the judge in place of running the notebook; `--jobs N`.
 - `report`: scores from the gradebook and why points were lost; `feedback`: the students' pages.
-- `commands`: the `tito nbgrader` commands. `notebook_checks`: the same checks, run in a student's notebook.
+- `notebook_checks`: the same checks, run in a student's notebook. The `tito nbgrader` commands: `tito.commands.nbgrader`.
 
 The rule they keep: the code that decides a score never runs in a process where the student's code has run, and
 the student's process never holds an expected value or a hidden check's code (docs/GRADING.md).

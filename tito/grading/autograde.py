@@ -21,7 +21,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Any
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 from tito.grading import judge, sandbox
 from tito.grading.collect import valid_student_id
 from tito.grading.feedback import without_hidden

@@ -9,8 +9,8 @@ from typing import Optional
 
 import nbformat
 
-from tito.course import Module, TitoError, Workspace
-from tito.grading.setup import _dir, _error_line, course_id, exchange_folder, nbgrader_api
+from tito.workspace import Module, TitoError, Workspace
+from tito.grading.setup import _dir, _error_line, exchange_inbound, nbgrader_api
 
 MAX_NOTEBOOK_MB = 16  # a submitted notebook larger than this is not collected (its outputs do not count anyway)
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$")
@@ -117,7 +117,7 @@ def collect(ws: Workspace, path: Path, mod: Module) -> list[Collected]:
 
 def _inbound(ws: Workspace, mod: Module) -> list[tuple[str, Path]]:
     "(student id, folder) of every submission of `mod` in the exchange, as nbgrader's collect reads them."
-    inbound = exchange_folder(ws) / course_id(ws) / "inbound"
+    inbound = exchange_inbound(ws)
     if not inbound.is_dir():
         raise TitoError(f"no inbound folder in the exchange ({inbound}): release a module first "
                         f"(tito nbgrader release {mod.number})")
@@ -141,7 +141,7 @@ def collect_from_exchange(ws: Workspace, mod: Module, verbose: bool = False) -> 
     if bad := sorted({sid for sid, _ in found if not valid_student_id(sid)}):
         raise TitoError(f"nothing collected: submissions in the exchange have unusable student ids: "
                         f"{', '.join(map(repr, bad))} (letters, digits, then also . _ @ -; remove them from "
-                        f"{exchange_folder(ws) / course_id(ws) / 'inbound'})")
+                        f"{exchange_inbound(ws)})")
     students = sorted({sid for sid, _ in found})
     target = lambda sid: _dir(ws, "submitted") / sid / mod.name
     before = {sid: _timestamp(target(sid)) for sid in students}

@@ -9,9 +9,9 @@ from typing import Optional
 
 from nbgrader.preprocessors import NbGraderPreprocessor  # enabled by default, unlike nbconvert's Preprocessor
 
-from tito.course import Module, TitoError, Workspace
+from tito.nbdev_procs import BEGIN_HIDDEN, END_HIDDEN
+from tito.workspace import Module, TitoError, Workspace
 
-BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 
 def hidden_lines(source: str) -> set:

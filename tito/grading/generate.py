@@ -7,13 +7,14 @@ from typing import Iterable
 
 import nbformat
 
-from tito.course import Module, TitoError, Workspace
+from tito.nbdev_procs import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION
+from tito.notebooks import grade_id, nbgrader_meta
+from tito.workspace import Module, TitoError, Workspace
 from tito.grading import judge
-from tito.grading.feedback import BEGIN_HIDDEN, END_HIDDEN
 from tito.grading.sandbox import Limits
-from tito.grading.setup import _error_line, course_id, exchange_folder, nbgrader_api
+from tito.grading.setup import _error_line, exchange_outbound, nbgrader_api
 
-_MARKERS = {"BEGIN SOLUTION": "solution", "END SOLUTION": "solution", BEGIN_HIDDEN: "grade", END_HIDDEN: "grade"}
+_MARKERS = {BEGIN_SOLUTION: "solution", END_SOLUTION: "solution", BEGIN_HIDDEN: "grade", END_HIDDEN: "grade"}
 
 
 def lint_markers(notebook: Path, label: str = "") -> None:
@@ -22,10 +23,11 @@ def lint_markers(notebook: Path, label: str = "") -> None:
     nb = nbformat.read(notebook, as_version=4)
     label = label or str(notebook)
     for i, cell in enumerate(nb.cells, 1):
-        meta = cell.metadata.get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         for marker, kind in _MARKERS.items():
             if marker in cell.source and not (cell.cell_type == "code" and meta.get(kind)):
-                where = f"cell {i} ({cell.cell_type}{', ' + meta['grade_id'] if meta.get('grade_id') else ''})"
+                gid = grade_id(cell)
+                where = f"cell {i} ({cell.cell_type}{', ' + gid if gid else ''})"
                 raise TitoError(f"{label}: {where} contains {marker!r} outside a {kind} cell; nbgrader would "
                                 "treat it as a marker (reword it, or fix the cell's nbgrader metadata)")
 
@@ -75,6 +77,6 @@ def release(ws: Workspace, mod: Module, verbose: bool = False) -> Path:
         result = api.release_assignment(mod.name)
     if not result["success"]:
         raise TitoError(f"nbgrader could not release {mod.name}: {_error_line(result)}")
-    return exchange_folder(ws) / course_id(ws) / "outbound" / mod.name
+    return exchange_outbound(ws) / mod.name
 
 

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace
 from tito.grading.feedback import hidden_lines
 from tito.grading.probes import UNCHECKED, Block, ProbeError, decode_data
 from tito.grading.sandbox import Limits, package_source, run_answer

@@ -7,7 +7,9 @@ from typing import Optional
 
 import nbformat
 
-from tito.course import Module, Workspace, one_line
+from tito.notebooks import grade_id, is_graded, nbgrader_meta
+from tito.output import one_line
+from tito.workspace import Module, Workspace
 from tito.grading import judge
 from tito.grading.setup import _dir, _students, nbgrader_api
 
@@ -34,17 +36,13 @@ class StudentScore:
         return sum(m for _, m in self.scores.values())
 
 
-def _cell_label(cell, index: int) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
-
-
 def _verdicts(notebook: Path) -> list[tuple[str, str, str]]:
     "(grade_id, error name, message) of every graded cell of an autograded notebook that the judge failed."
     if not notebook.is_file():
         return []
     nb = nbformat.read(notebook, as_version=4)
-    return [(_cell_label(c, i), o.get("ename", ""), str(o.get("evalue", ""))) for i, c in enumerate(nb.cells, 1)
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    return [(grade_id(c) or f"cell {i}", o.get("ename", ""), str(o.get("evalue", ""))) for i, c in enumerate(nb.cells, 1)
+            if c.cell_type == "code" and is_graded(c)
             for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
 
@@ -76,10 +74,10 @@ def changed_locked_cells(submission: Path, release: Path) -> list[str]:
     if not submission.is_file() or not release.is_file():
         return []
     sub = nbformat.read(submission, as_version=4)
-    by_id = {c.metadata["nbgrader"]["grade_id"]: c for c in sub.cells if c.metadata.get("nbgrader", {}).get("grade_id")}
+    by_id = {grade_id(c): c for c in sub.cells if grade_id(c)}
     changed = []
     for cell in nbformat.read(release, as_version=4).cells:
-        meta = cell.metadata.get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         if not (is_locked(cell) and "checksum" in meta):
             continue
         theirs = by_id.get(meta["grade_id"])
@@ -104,7 +102,7 @@ def _grade_order(notebook: Path) -> list[str]:
     if not notebook.is_file():
         return []
     nb = nbformat.read(notebook, as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return [grade_id(c) for c in nb.cells if is_graded(c)]
 
 
 def scores(ws: Workspace, mod: Module, students: Optional[list[str]] = None) -> list[StudentScore]:
@@ -183,20 +181,16 @@ def notes(row: StudentScore, details: bool = False) -> list[str]:
     return out
 
 
-def score_table(mod: Module, rows: list[StudentScore]):
-    "A rich table: one row per student, one column per graded cell (points / max), the total and why points were lost."
-    from rich.table import Table
-
+def score_table(rows: list[StudentScore]) -> tuple[list[str], list[list]]:
+    """(headers, rows) of the score table: one row per student, one column per graded cell (points, styled by how
+    many were lost), the total and why points were lost."""
     cells = []
     for r in rows:
         cells += [k for k in r.scores if k not in cells]
     maxes = {k: m for r in rows for k, (_, m) in r.scores.items()}
-    table = Table(title=f"{mod.name}: autograded scores", title_justify="left")
-    table.add_column("student", style="bold", no_wrap=True)
-    for k in cells:
-        table.add_column(f"{k.removeprefix('test-')}\n/{_num(maxes[k])}", justify="right")
-    table.add_column(f"total\n/{_num(sum(maxes.values()))}", justify="right", style="bold")
-    table.add_column("why", style="red")
+    headers = ["student", *(f"{k.removeprefix('test-')}\n/{_num(maxes[k])}" for k in cells),
+               f"total\n/{_num(sum(maxes.values()))}", "why"]
+    table = []
     for r in rows:
         vals = []
         for k in cells:
@@ -204,22 +198,6 @@ def score_table(mod: Module, rows: list[StudentScore]):
                 vals.append("-")
                 continue
             s, m = r.scores[k]
-            vals.append(f"[{'green' if s >= m else 'red' if s == 0 else 'yellow'}]{_num(s)}[/]")
-        table.add_row(r.student, *vals, _num(r.total) if r.scores else "-", ", ".join(why(r)))
-    return table
-
-
-def print_scores(mod: Module, rows: list[StudentScore], details: bool = False):
-    "The score table, then one line per problem of each student."
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=200)  # a file or a pipe: do not squeeze the table into 80 columns
-    console.print(score_table(mod, rows))
-    for r in rows:
-        for note in notes(r, details):
-            console.print(Text(f"{r.student}: {note}"), soft_wrap=True)
-
-
+            vals.append((_num(s), "green" if s >= m else "red" if s == 0 else "yellow"))
+        table.append([(r.student, "bold"), *vals, (_num(r.total) if r.scores else "-", "bold"), (", ".join(why(r)), "red")])
+    return headers, table

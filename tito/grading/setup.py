@@ -10,22 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from tito.course import Module, TitoError, Workspace
+from tito.workspace import Module, TitoError, Workspace, python_first
 from tito.grading import sandbox
 
 GRADEBOOK_LOCK = ".tito/gradebook.lock"
-
-
-def python_first_on_path(env: Optional[dict] = None) -> dict:
-    """Put this interpreter's bin folder first on PATH (in `env`, default os.environ) and return it.
-
-    nbgrader runs `alembic` from PATH when it creates a gradebook; from a virtual environment that was
-    never activated, `alembic` is only found this way."""
-    env = os.environ if env is None else env
-    bindir = os.path.dirname(sys.executable)
-    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir]
-    env["PATH"] = os.pathsep.join([bindir, *parts])
-    return env
 
 
 def _logger(verbose: bool) -> logging.Logger:
@@ -71,6 +59,16 @@ def exchange_folder(ws: Workspace) -> Path:
     from nbgrader.exchange.default.exchange import Exchange
 
     return exchange_root(ws) or Path(Exchange.class_traits()["root"].default())
+
+
+def exchange_outbound(ws: Workspace) -> Path:
+    "Where the course's released modules wait in the exchange for students to fetch them."
+    return exchange_folder(ws) / course_id(ws) / "outbound"
+
+
+def exchange_inbound(ws: Workspace) -> Path:
+    "Where students' submissions wait in the exchange to be collected."
+    return exchange_folder(ws) / course_id(ws) / "inbound"
 
 
 def hidden_from_sandbox(ws: Workspace) -> list[str]:
@@ -132,7 +130,7 @@ def _quiet_sqlalchemy():
 
 def new_api(ws: Workspace, verbose: bool = False, grading: Optional[Grading] = None):
     "An `NbGraderAPI` for the course `ws` (nbgrader_api is the usual way; this one outlives a `with` block)."
-    python_first_on_path()
+    os.environ["PATH"] = python_first(os.environ.get("PATH", ""))  # nbgrader runs `alembic` to make a gradebook
     with _quiet_sqlalchemy():
         from nbgrader.apps import NbGraderAPI
 

@@ -1,4 +1,5 @@
-"""`tito nbgrader ...`: the instructor's commands; each parses, calls the stage that does the work, and prints."""
+"""`tito nbgrader ...`: the instructor's commands; each parses, calls the stage of `tito.grading` that does the work
+(imported when the command runs: nbgrader takes seconds to import), and prints."""
 from __future__ import annotations
 
 import sys
@@ -7,61 +8,52 @@ from typing import Optional
 
 import typer
 
-from tito.course import TitoError
-from tito.grading.autograde import autograde
-from tito.grading.collect import collect, collect_from_exchange
-from tito.grading.feedback import feedback
-from tito.grading.generate import generate, release
-from tito.grading.report import print_scores, scores
-from tito.grading.setup import instructor_workspace
+from tito import output
+from tito.commands import ALL, MODULE, chosen_modules
+from tito.grading.setup import instructor_workspace  # no nbgrader import: cheap
+from tito.output import say
+from tito.workspace import Module, TitoError
 
-# --- commands -----------------------------------------------------------------------------------------
-nbgrader_app = typer.Typer(help="Instructors: generate student notebooks, release, collect, autograde and give "
-                                "feedback with nbgrader.", no_args_is_help=True)
+app = typer.Typer(help="Instructors: generate student notebooks, release, collect, autograde and give feedback with "
+                       "nbgrader.", no_args_is_help=True)
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Show nbgrader's log.")
-MODULE = typer.Argument(..., help="Module number or name, e.g. 01.")
 STUDENTS = typer.Option(None, "--student", "-s", help="Only this student (repeat for more).")
 DETAILS = typer.Option(False, "--details", "-d", help="Also list the error of every graded cell that lost points.")
 
 
-def _say(message: str):
-    from rich.console import Console
-    from rich.text import Text
+def print_scores(mod: Module, rows: list, details: bool = False):
+    "The score table, then one line per problem of each student."
+    from tito.grading.report import notes, score_table
 
-    Console(highlight=False).print(Text(message), soft_wrap=True)
-
-
-def _warn(message: str):
-    from rich.console import Console
-    from rich.text import Text
-
-    Console(stderr=True, highlight=False).print(Text(f"warning: {message}", style="yellow"), soft_wrap=True)
+    headers, table = score_table(rows)
+    output.table(headers, table, f"{mod.name}: autograded scores", right=range(1, len(headers) - 1))
+    for r in rows:
+        for note in notes(r, details):
+            say(f"{r.student}: {note}")
 
 
-@nbgrader_app.command("generate")
+@app.command("generate")
 def generate_cmd(modules: Optional[list[str]] = typer.Argument(None, help="Module numbers or names, e.g. 01 02."),
-                 all_modules: bool = typer.Option(False, "--all", help="Every module in the modules folder."),
-                 verbose: bool = VERBOSE):
+                 all_modules: bool = ALL, verbose: bool = VERBOSE):
     "Make the student versions (release/NN_topic/) of module notebooks with nbgrader."
+    from tito.grading.generate import generate
+
     ws = instructor_workspace()
-    if all_modules == bool(modules):
-        raise TitoError("name the modules to generate (e.g. `tito nbgrader generate 01`) or pass --all")
-    chosen = ws.modules() if all_modules else [ws.module(m) for m in modules]
-    if not chosen:
-        raise TitoError(f"no modules in {ws.rel(ws.modules_dir)}/")
-    for path in generate(ws, chosen, verbose=verbose):
-        _say(f"generated {ws.rel(path)}")
+    for path in generate(ws, chosen_modules(ws, modules, all_modules), verbose=verbose):
+        say(f"generated {ws.rel(path)}")
 
 
-@nbgrader_app.command("release")
+@app.command("release")
 def release_cmd(module: str = MODULE, verbose: bool = VERBOSE):
     "Put a module's student version in the nbgrader exchange, where students fetch it (JupyterHub)."
+    from tito.grading.generate import release
+
     ws = instructor_workspace()
     chosen = ws.module(module)
-    _say(f"released {chosen.name} to {release(ws, chosen, verbose=verbose)}")
+    say(f"released {chosen.name} to {release(ws, chosen, verbose=verbose)}")
 
 
-@nbgrader_app.command("collect")
+@app.command("collect")
 def collect_cmd(source: Optional[str] = typer.Argument(None, help=(
                     "Folder of <student>/<notebook>.ipynb or <student>.ipynb; with --exchange, the module.")),
                 assignment: Optional[str] = typer.Option(None, "--assignment", "-a",
@@ -70,6 +62,8 @@ def collect_cmd(source: Optional[str] = typer.Argument(None, help=(
                     "Collect the latest submission of each student from the nbgrader exchange.")),
                 verbose: bool = VERBOSE):
     "Copy submitted notebooks to submitted/<student>/<NN_topic>/, where nbgrader grades them."
+    from tito.grading.collect import collect, collect_from_exchange
+
     ws = instructor_workspace()
     if exchange:
         if source and assignment:
@@ -78,7 +72,7 @@ def collect_cmd(source: Optional[str] = typer.Argument(None, help=(
             raise TitoError("name the module to collect, e.g. `tito nbgrader collect 01 --exchange`")
         entries = collect_from_exchange(ws, ws.module(source or assignment), verbose=verbose)
         for e in entries:
-            _say(f"{e.student}: {e.status}")
+            say(f"{e.student}: {e.status}")
         if not entries:
             raise TitoError("no submissions in the exchange yet")
         return
@@ -86,10 +80,10 @@ def collect_cmd(source: Optional[str] = typer.Argument(None, help=(
         raise TitoError("name the folder and the module, e.g. `tito nbgrader collect ~/inbox --assignment 01` "
                         "(or `tito nbgrader collect 01 --exchange`)")
     for e in collect(ws, Path(source), ws.module(assignment)):
-        _say(f"{e.student}: {e.status} <- {e.source}")
+        say(f"{e.student}: {e.status} <- {e.source}")
 
 
-@nbgrader_app.command("autograde")
+@app.command("autograde")
 def autograde_cmd(module: str = MODULE, student: Optional[list[str]] = STUDENTS,
                   timeout: Optional[int] = typer.Option(None, "--timeout", min=1, help=(
                       "Seconds a cell may run (default: settings.ini \\[limits] cell_timeout).")),
@@ -99,13 +93,14 @@ def autograde_cmd(module: str = MODULE, student: Optional[list[str]] = STUDENTS,
                       "only).")),
                   details: bool = DETAILS, verbose: bool = VERBOSE):
     "Autograde the collected submissions of a module with nbgrader, each in a sandbox, and print the scores."
+    from tito.grading.autograde import autograde
+
     ws = instructor_workspace()
     chosen = ws.module(module)
     if no_sandbox:
-        _warn("--no-sandbox: the submissions run with your rights; they can read and change your files, use the "
+        output.warn("--no-sandbox: the submissions run with your rights; they can read and change your files, use the "
               "network and the whole machine (only the time and memory limits hold)")
-    show = (lambda n, total, sid: print(f"graded {n}/{total}: {sid}", file=sys.stderr, flush=True)) \
-        if sys.stderr.isatty() else None
+    show = (lambda n, total, sid: output.note(f"graded {n}/{total}: {sid}", "")) if sys.stderr.isatty() else None
     rows = autograde(ws, chosen, student, timeout=timeout, verbose=verbose, jobs=jobs, sandboxed=not no_sandbox,
                      progress=show)
     print_scores(chosen, rows, details)
@@ -113,18 +108,22 @@ def autograde_cmd(module: str = MODULE, student: Optional[list[str]] = STUDENTS,
         raise TitoError(f"nbgrader could not autograde {', '.join(failed)} (see notes; --verbose shows its log)")
 
 
-@nbgrader_app.command("feedback")
+@app.command("feedback")
 def feedback_cmd(module: str = MODULE, student: Optional[list[str]] = STUDENTS, verbose: bool = VERBOSE):
     "Write an HTML feedback page for each autograded submission (feedback/<student>/<NN_topic>/)."
+    from tito.grading.feedback import feedback
+
     ws = instructor_workspace()
     for path in feedback(ws, ws.module(module), student, verbose=verbose):
-        _say(f"wrote {ws.rel(path)}")
+        say(f"wrote {ws.rel(path)}")
 
 
-@nbgrader_app.command("report")
+@app.command("report")
 def report_cmd(module: Optional[str] = typer.Argument(None, help="Module number or name (default: every module)."),
                details: bool = DETAILS):
     "Print the score tables of the autograded submissions, from the gradebook, with why points were lost."
+    from tito.grading.report import scores
+
     ws = instructor_workspace()
     chosen = [ws.module(module)] if module else ws.modules()
     tables = [(m, rows) for m in chosen if (rows := scores(ws, m))]
@@ -133,4 +132,3 @@ def report_cmd(module: Optional[str] = typer.Argument(None, help="Module number 
                         "then `tito nbgrader autograde NN`")
     for m, rows in tables:
         print_scores(m, rows, details)
-

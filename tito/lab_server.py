@@ -10,7 +10,7 @@ import tempfile
 import time
 import urllib.request
 
-from tito.course import TitoError, Workspace, tool_env
+from tito.workspace import TitoError, Workspace, tool_env
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 60  # seconds for JupyterLab to answer on /api/status
