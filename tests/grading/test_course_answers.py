@@ -6,7 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from tito.course import TitoError
+from tito.workspace import TitoError
 from tito.grading import judge
 from tito.grading.probes import UNCHECKED, Block, replay
 
