@@ -4,14 +4,14 @@ A machine's speed drifts between processes, so one run per version, or a few run
 few of the other, cannot tell a 5% change from noise. Here each run measures one version's step as a ratio to
 PyTorch's over the same minutes (the two in processes of their own, taking turns in blocks of steps), and the
 versions take turns run by run; the medians of the ratios are compared.
-Each version runs its best path: the fast path (`tinytorch.perf`, module 07) when it has one, else its plain ops;
-versions from before module 07 run as their benchmark did then. The report says which path each version ran.
+Each version runs its best path (`bench_gpt.ab_step`): the fast path (`tinytorch.perf`, module 07) when it has one,
+else its plain ops. The report says which path each version ran.
 
     python benchmarks/ab.py HEAD~1 HEAD                  # two commits, six runs each
     python benchmarks/ab.py main WORKTREE --runs 8       # WORKTREE: the working tree as it is, uncommitted changes too
 
-A commit is checked out into a temporary git worktree; the package (and tito) is imported from there (it must not
-import anything it does not ship). Environment variables of the runs can be set as usual, for both versions alike.
+A commit is checked out into a temporary git worktree; the package and the benchmarks are imported from there (they
+must not import anything the commit does not ship). Environment variables of the runs can be set as usual, for both versions alike.
 """
 from __future__ import annotations
 
@@ -31,14 +31,7 @@ sys.path[:0] = [{tree!r}, {tree!r} + "/benchmarks"]
 import tinytorch
 assert tinytorch.__file__.startswith({tree!r}), tinytorch.__file__
 import bench_gpt
-if hasattr(bench_gpt, "ab_step"):
-    r = bench_gpt.ab_step(steps={steps})
-else:  # a version from before module 07: one path, with module 01's allocator setting, as its benchmark ran it
-    from tinytorch.core.tensor import reuse_freed_memory
-    reuse_freed_memory()
-    old = bench_gpt.bench_step(steps={steps})
-    r = dict(path="before module 07", ratio=old["ratio"], tinytorch_ms=old["tinytorch_ms"], torch_ms=old["torch_ms"])
-print(json.dumps(r))
+print(json.dumps(bench_gpt.ab_step(steps={steps})))
 """
 
 

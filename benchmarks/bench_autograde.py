@@ -1,11 +1,12 @@
 """Autograding throughput: submissions per minute for a class of generated submissions of one module, graded one
 at a time and N at a time (`tito nbgrader autograde --jobs N`), each in its sandbox; the scores must not depend on N.
+It drives the `tito` command as an instructor does, in a temporary copy of the course.
 
     python benchmarks/bench_autograde.py                          # 60 submissions of module 01, --jobs 1 and 2
     python benchmarks/bench_autograde.py --count 12 --jobs 1 2 4 --rounds 2 --no-sandbox
 
 The class is what students hand in: complete notebooks, untouched releases and (when tests/nbgrader/bug_catalogue.py
-is there) each catalogued bug in turn. It is graded in a temporary copy of the course; the job counts take turns
+is there) each catalogued bug in turn. The job counts take turns
 (1, 2, then 2, 1 in the next round), and each figure is a whole class's wall time. The machine's load is printed: on a
 shared machine, compare figures from one run only.
 """
@@ -15,6 +16,7 @@ import argparse
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,12 +25,15 @@ from pathlib import Path
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+TITO = [sys.executable, "-m", "tito"]
 
-from tito.workspace import Workspace  # noqa: E402
-from tito.grading.autograde import autograde  # noqa: E402
-from tito.grading.collect import collect  # noqa: E402
-from tito.grading.generate import generate  # noqa: E402
+
+def tito(course: Path, *args) -> str:
+    "Run `tito ARGS` in `course` as an instructor would; its output, or the run's error and output as an exit."
+    done = subprocess.run([*TITO, *args], cwd=course, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"tito {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return done.stdout
 
 
 def _bugs(number: str) -> list:
@@ -55,11 +60,12 @@ def _handed_in(solution, release, edit=None):
     return nb
 
 
-def make_class(ws: Workspace, number: str, count: int, inbox: Path) -> list[str]:
-    "Write `count` submissions of module `number` to `inbox`: complete, untouched and buggy ones in turn."
-    mod = ws.module(number)
-    [release_path] = generate(ws, [mod])
-    solution, release = (nbformat.read(p, as_version=4) for p in (mod.notebook, release_path))
+def make_class(course: Path, number: str, count: int, inbox: Path) -> list[str]:
+    "Write `count` submissions of module `number` to `inbox`: complete, untouched and buggy ones in turn; collect them."
+    [folder] = (course / "modules").glob(f"{number}_*")
+    tito(course, "nbgrader", "generate", number)
+    notebook = f"{folder.name}/{folder.name}.ipynb"
+    solution, release = (nbformat.read(course / where / notebook, as_version=4) for where in ("modules", "release"))
     kinds = [("complete", None), ("untouched", "release"), *((f"bug{i}", bug) for i, bug in enumerate(_bugs(number)))]
     inbox.mkdir(parents=True)
     students = []
@@ -69,7 +75,7 @@ def make_class(ws: Workspace, number: str, count: int, inbox: Path) -> list[str]
         sid = f"s{i:03d}-{kind}"
         nbformat.write(nb, inbox / f"{sid}.ipynb")
         students.append(sid)
-    collect(ws, inbox, mod)
+    tito(course, "nbgrader", "collect", str(inbox), "--assignment", number)
     return students
 
 
@@ -89,20 +95,19 @@ def main():
         course.mkdir()
         for name in ("settings.ini", "pyproject.toml", "modules"):
             (shutil.copytree if (REPO / name).is_dir() else shutil.copy2)(REPO / name, course / name)
-        ws = Workspace.find(course)
-        students = make_class(ws, args.module, args.count, tmp / "inbox")
+        students = make_class(course, args.module, args.count, tmp / "inbox")
         print(f"{platform.node()}: {os.cpu_count()} CPUs, {platform.python_version()}, load average "
-              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; module {ws.module(args.module).name}, "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; module {args.module}, "
               f"{len(students)} submissions, {'no sandbox' if args.no_sandbox else 'sandboxed'}", flush=True)
         seconds = {jobs: [] for jobs in args.jobs}
         results = {}
+        grade = ["nbgrader", "autograde", args.module, "--timeout", str(args.timeout)]
         for r in range(args.rounds):
             for jobs in (args.jobs if r % 2 == 0 else list(reversed(args.jobs))):
                 started = time.perf_counter()
-                rows = autograde(ws, ws.module(args.module), students, timeout=args.timeout, jobs=jobs,
-                                 sandboxed=not args.no_sandbox)
+                tito(course, *grade, "--jobs", str(jobs), *(["--no-sandbox"] if args.no_sandbox else []))
                 seconds[jobs].append(time.perf_counter() - started)
-                results[jobs] = {row.student: (row.scores, row.timed_out, row.error) for row in rows}
+                results[jobs] = tito(course, "nbgrader", "report", args.module, "--details")  # the scores and why
                 print(f"  round {r + 1}, --jobs {jobs}: {seconds[jobs][-1]:.1f} s "
                       f"({60 * len(students) / seconds[jobs][-1]:.1f} submissions/min)", flush=True)
         base = args.jobs[0]

@@ -3,11 +3,12 @@ each in its own process, the processes taking turns in blocks (turns.py).
 
 1. One training step (forward, loss, backward, gradient clipping, AdamW update) at nanoGPT's CPU configuration for
    tiny Shakespeare (4 layers, 4 heads, width 128, context 64, batch 12, vocabulary 65), float32, the same number of
-   threads for every library. tinytorch's step is the capstone's own `tito.milestone.train_step` (its two phases,
-   `forward_loss` and `update`, timed apart); PyTorch's does the same work. The paths take turns in blocks of steps;
-   each is reported as the median of many steps and as a ratio to PyTorch's (time / PyTorch time). Memory: the peak
-   resident memory of each process while it trains, beyond what it held just before building the model (and after
-   one step of a tiny model, so that what a library sets up once is not counted).
+   threads for every library. tinytorch's step is the library's own `tinytorch.core.train.train_step` (its two
+   phases, `forward_loss` and `update`, timed apart), the step `tito milestone run gpt` trains with; PyTorch's does
+   the same work. The paths take turns in blocks of steps; each is reported as the median of many steps and as a
+   ratio to PyTorch's (time / PyTorch time). Memory: the peak resident memory of each process while it trains,
+   beyond what it held just before building the model (and after one step of a tiny model, so that what a library
+   sets up once is not counted).
 2. Opt-in (`--e2e`): the whole nanoGPT CPU run on a text file (2000 iterations, lr 1e-3 with warmup and cosine
    decay, evaluation every `--eval-every` steps) on each path, reporting the validation loss reached, the wall
    time and the peak memory. All use the same batches, and the runs take turns of 50 iterations (each one's wall
@@ -35,8 +36,8 @@ import numpy as np
 
 from tinytorch.core.layers import manual_seed
 from tinytorch.core.optim import AdamW, lr_at
+from tinytorch.core.train import forward_loss, train_step, update
 from tinytorch.core.transformer import GPT, CharTokenizer, get_batch, load_text
-from tito.milestone import RunConfig, forward_loss, train_step, update
 
 import turns
 from kernel_paths import FAST, LABELS, PLAIN, TORCH, fast_missing, tinytorch_paths
@@ -51,7 +52,7 @@ E2E = dict(iters=2000, lr=1e-3, min_lr=1e-4, warmup=100, weight_decay=0.1, betas
            eval_iters=20)
 MEMORY_NOTE = ("peak: the most resident memory of the path's process while it trains, beyond what it held before "
                "building the model")
-STEP_LR, GRAD_CLIP = 1e-3, RunConfig().grad_clip  # the step benchmark clips gradients as the capstone does
+STEP_LR, GRAD_CLIP = 1e-3, E2E["grad_clip"]  # the step benchmark clips gradients as nanoGPT and the capstone do
 
 
 # --- the models and their steps ------------------------------------------------------------------------------------
@@ -112,24 +113,25 @@ def torch_forward(model, x, y):
     return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), torch.from_numpy(y).view(-1))
 
 
-def torch_update(model, optimizer, loss, lr: float, grad_clip: float) -> float:
-    "PyTorch's version of `tito.milestone.update`: backward, clipping, the AdamW update at `lr`."
+def torch_update(optimizer, loss, max_norm=None, lr=None) -> float:
+    "PyTorch's version of `tinytorch.core.train.update`: backward, clipping to `max_norm`, the AdamW update at `lr`."
     torch = torch_like_numpy()
-    for group in optimizer.param_groups:
-        group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    if grad_clip:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], max_norm)
+    if lr is not None:
+        for group in optimizer.param_groups:
+            group["lr"] = lr
     optimizer.step()
     return loss.item()
 
 
-def torch_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
-    return torch_update(model, optimizer, torch_forward(model, x, y), lr, grad_clip)
+def torch_step(model, optimizer, x, y, max_norm=None, lr=None) -> float:
+    return torch_update(optimizer, torch_forward(model, x, y), max_norm, lr)
 
 
-# Both tinytorch paths run the capstone's step; only the kernel table differs (see kernel_paths.running).
+# Both tinytorch paths run the library's step; only the kernel table differs (see kernel_paths.running).
 PHASES = {PLAIN: (forward_loss, update), FAST: (forward_loss, update), TORCH: (torch_forward, torch_update)}
 STEPS = {PLAIN: train_step, FAST: train_step, TORCH: torch_step}
 
@@ -151,7 +153,7 @@ def _time_step(path: str, model, optimizer, x, y, lr: float = STEP_LR, grad_clip
     started = time.perf_counter()
     loss = forward(model, x, y)
     forward_done = time.perf_counter()
-    backward_and_update(model, optimizer, loss, lr, grad_clip)
+    backward_and_update(optimizer, loss, max_norm=grad_clip, lr=lr)
     return forward_done - started, time.perf_counter() - forward_done
 
 
@@ -197,7 +199,7 @@ def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10, p
     work = functools.partial(stepping, steps=steps, warmup=warmup, cfg=dict(cfg), block=block, grad_clip=grad_clip)
     done = turns.take_turns(dict.fromkeys(paths, work))
     parameters = tinytorch_model(cfg)[0].num_parameters() if paths != [TORCH] else None
-    result = {"benchmark": "gpt_train_step", "step": "tito.milestone.train_step", "config": dict(cfg),
+    result = {"benchmark": "gpt_train_step", "step": "tinytorch.core.train.train_step", "config": dict(cfg),
               "dtype": "float32", "threads": threads(), "steps": steps, "grad_clip": grad_clip, "paths": paths,
               "parameters": parameters, "processes": "one per path, taking turns"}
     if FAST not in paths and fast_missing():
@@ -221,7 +223,7 @@ def bench_step(steps: int = 200, warmup: int = 5, cfg=CONFIG, block: int = 10, p
 
 def ab_step(steps: int = 100) -> dict:
     """For benchmarks/ab.py: the step of the best tinytorch path there is (fast, else plain) against PyTorch's,
-    without gradient clipping, as the step benchmark measured it before module 07 (so any two versions compare)."""
+    without gradient clipping."""
     path = tinytorch_paths()[-1]
     r = bench_step(steps=steps, paths=[path, TORCH], grad_clip=None)
     return {"path": path, "ratio": r[f"{path}_ratio"], "tinytorch_ms": r[f"{path}_ms"], "torch_ms": r["torch_ms"]}
@@ -245,10 +247,10 @@ def profiling(path: str, steps: int, top: int, cfg: dict):
     def profile() -> str:
         profiler = cProfile.Profile()
         for x, y in batches[:2]:
-            train_step(model, optimizer, x, y, STEP_LR, GRAD_CLIP)
+            train_step(model, optimizer, x, y, max_norm=GRAD_CLIP, lr=STEP_LR)
         profiler.enable()
         for x, y in batches[2:]:
-            train_step(model, optimizer, x, y, STEP_LR, GRAD_CLIP)
+            train_step(model, optimizer, x, y, max_norm=GRAD_CLIP, lr=STEP_LR)
         profiler.disable()
         stream = io.StringIO()
         stream.write(f"cProfile of {steps} steps on the {path} path\n")
@@ -312,7 +314,7 @@ def training(path: str, text_path: str, iters: int = E2E["iters"], eval_every: i
         if it == iters:
             break
         x, y = get_batch(train_ids, cfg["batch_size"], cfg["block_size"], rng)
-        step(model, optimizer, x, y, lr_at(it, E2E["lr"], E2E["warmup"], iters, E2E["min_lr"]), E2E["grad_clip"])
+        step(model, optimizer, x, y, max_norm=E2E["grad_clip"], lr=lr_at(it, E2E["lr"], E2E["warmup"], iters, E2E["min_lr"]))
     return {"benchmark": "gpt_tiny_shakespeare", "path": path, "iters": iters, "val_loss": curve[-1][1],
             "seconds": seconds + time.perf_counter() - resumed, "curve": curve}
 

@@ -11,7 +11,7 @@ random-number state, so an interrupted run ends exactly where an uninterrupted o
 
 The run uses the fast path (module 07's kernels, `tinytorch.perf.enable()`) when module 07 is complete, else the
 plain textbook ops of modules 01-06; `--fast` / `--plain` decide instead, and the first line printed says which.
-`train_step` is the one training step of the course: `benchmarks/bench_gpt.py` times this very function.
+Each step is the library's own `tinytorch.core.train.train_step` (module 04), the one the benchmarks time.
 The library is imported inside the command, so `tito` itself starts even before module 06 is complete.
 """
 from __future__ import annotations
@@ -67,11 +67,11 @@ class RunConfig:
 def _library():
     "The student's library, imported on first use (a clear error if module 06 is not exported yet)."
     try:
-        from tinytorch.core import layers, losses, optim, transformer
+        from tinytorch.core import layers, optim, train, transformer
     except ImportError as e:
         raise TitoError(f"the GPT milestone needs modules 03-06 exported into tinytorch ({e}); "
                         "complete them first (tito module complete NN)") from None
-    return transformer, losses, optim, layers
+    return transformer, train, optim, layers
 
 
 # --- the fast path or the plain one ------------------------------------------------------------------------------
@@ -214,27 +214,6 @@ def build_model(cfg: RunConfig, vocab_size: int):
 def learning_rate(cfg: RunConfig, step: int) -> float:
     "Linear warmup to `lr`, then cosine decay to `min_lr` at the last step (module 04's schedule)."
     return _library()[2].lr_at(step, cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr)
-
-
-def forward_loss(model, x, y):
-    "The first phase of a training step: the forward pass and its cross-entropy loss (a Tensor)."
-    return _library()[1].cross_entropy(model(x), y)
-
-
-def update(model, optimizer, loss, lr: float, grad_clip: float) -> float:
-    "The second phase: backward from `loss`, gradient clipping, the AdamW update at `lr`. Returns the loss."
-    optimizer.zero_grad()
-    loss.backward()
-    if grad_clip:
-        _library()[2].clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.lr = lr
-    optimizer.step()
-    return loss.item()
-
-
-def train_step(model, optimizer, x, y, lr: float, grad_clip: float) -> float:
-    "One training step: forward, loss, backward, clip, AdamW update. Returns the loss."
-    return update(model, optimizer, forward_loss(model, x, y), lr, grad_clip)
 
 
 def plot_losses(history: dict, path: Path, title: str):
@@ -396,7 +375,7 @@ def evaluate_and_save(run: Run):
 
 def train(run: Run, stop_at: Optional[int] = None) -> bool:
     "Train up to `stop_at` (default: the last step) with a progress bar. Returns True if Ctrl-C stopped it."
-    transformer = _library()[0]
+    transformer, step = _library()[:2]
     cfg, saved_step = run.cfg, run.step
     last = min(stop_at or cfg.steps, cfg.steps)
     tokens_per_step, tps = cfg.batch_size * cfg.block_size, 0.0
@@ -405,7 +384,8 @@ def train(run: Run, stop_at: Optional[int] = None) -> bool:
         while run.step < last and not stop.requested:
             started = time.perf_counter()
             x, y = transformer.get_batch(run.train_ids, cfg.batch_size, cfg.block_size, run.rng)
-            loss = train_step(run.model, run.optimizer, x, y, learning_rate(cfg, run.step), cfg.grad_clip)
+            loss = step.train_step(run.model, run.optimizer, x, y, max_norm=cfg.grad_clip or None,
+                                   lr=learning_rate(cfg, run.step))
             if not math.isfinite(loss):
                 raise TitoError(f"the loss became {loss} at step {run.step}; try a smaller --lr")
             run.step += 1

@@ -1,5 +1,6 @@
 """nbgrader's markers and nbdev's export header, as the course writes them, and the nbdev export processors that use
 them (listed in pyproject.toml `export_procs`). The answer process imports this file beside it, without tito."""
+import ast
 import os
 import re
 from pathlib import Path
@@ -18,14 +19,53 @@ def strip_solution_markers(cell):
         cell.source = _MARKER_LINE.sub("", cell.source)
 
 
+EXPORTS = ("export", "exporti", "exports")
+
+
+def exported_cells(nb) -> dict:
+    "Each module a notebook exports to ('' for its default_exp) -> its exported code cells, in order."
+    modules = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for d in EXPORTS:
+                if d in cell.directives_:
+                    modules.setdefault(cell.directives_[d].strip(), []).append(cell)
+    return modules
+
+
+def take_docstring(cell):
+    "The string literal a code cell opens with, removed from the cell (the export writes it once, on top); or None."
+    try:
+        first = ast.parse(cell.source).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
+        return None
+    cell.source = "".join(cell.source.splitlines(keepends=True)[first.end_lineno:]).lstrip("\n")
+    return first.value.value
+
+
+def set_summary(cells, doc: str):
+    "Make `doc` the summary (`> ` lines of the title cell) that nbdev writes as the default module's docstring."
+    title = next(c for c in cells if c.cell_type == "markdown" and c.source.startswith("# "))
+    lines = title.source.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("> ")), 1)
+    end = start
+    while end < len(lines) and lines[end].startswith("> "):
+        end += 1
+    lines[start:end] = ["> " + line for line in doc.splitlines()]
+    title.source = "\n".join(lines)
+
+
 class FreshExtraModules:
-    """Let one notebook export to several modules: `#| export core.optim` cells go to `core/optim.py`.
+    """Let one notebook export to several modules (`#| export core.optim` cells go to `core/optim.py`), each with a
+    docstring of its own.
 
     nbdev 3 only *appends* cells named for another module to a file that must already exist, so every export
     would add them again. Before nbdev writes anything, this rewrites each such module as an empty export
     (docstring, header, `__all__ = []`); nbdev's append then leaves exactly one copy, and re-exporting changes
-    nothing."""
-    EXPORTS = ("export", "exporti", "exports")
+    nothing. A module's docstring is the string literal its first exported cell opens with, else the notebook's
+    summary (the `> ` line under its title)."""
 
     def __init__(self, nb): self.nb = nb
 
@@ -34,11 +74,15 @@ class FreshExtraModules:
         from nbdev.maker import _retr_mdoc
 
         nb_path = Path(self.nb.path_).resolve()
-        targets = {cell.directives_[d].strip() for cell in self.nb.cells if cell.cell_type == "code"
-                   for d in self.EXPORTS if cell.directives_.get(d, "").strip()}
-        for name in sorted(targets):
+        summary = _retr_mdoc(self.nb.cells, nb_path)
+        for name, cells in sorted(exported_cells(self.nb).items()):
+            doc = take_docstring(cells[0])
+            if not name:
+                if doc:
+                    set_summary(self.nb.cells, doc)
+                continue
             fname = Path(get_config().lib_path) / (name.replace(".", "/") + ".py")
             fname.parent.mkdir(parents=True, exist_ok=True)
             src = Path(os.path.relpath(nb_path, fname.parent)).as_posix()
-            fname.write_text(f"{_retr_mdoc(self.nb.cells, nb_path)}{EXPORT_HEADER}{src}."
-                             "\n\n# %% auto #0\n__all__ = []\n", encoding="utf-8")
+            header = f'"""{doc}"""\n\n' if doc else summary
+            fname.write_text(f"{header}{EXPORT_HEADER}{src}.\n\n# %% auto #0\n__all__ = []\n", encoding="utf-8")

@@ -21,7 +21,7 @@ import summarize  # noqa: E402
 import turns  # noqa: E402
 from threads import threads, torch_like_numpy  # noqa: E402
 
-from tito import milestone  # noqa: E402
+from tinytorch.core.train import train_step  # noqa: E402
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
@@ -34,7 +34,7 @@ MEASURES_MEMORY = sys.platform == "linux"
 
 def test_gpt_step_benchmark_reports_every_path_and_its_ratio():
     r = bench_gpt.bench_step(steps=3, warmup=1, cfg=SMALL, block=2)
-    assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3 and r["step"] == "tito.milestone.train_step"
+    assert r["benchmark"] == "gpt_train_step" and r["steps"] == 3 and r["step"] == "tinytorch.core.train.train_step"
     assert r["paths"] == PATHS
     for path in r["paths"]:   # the step and its two phases, forward and backward + clipping + AdamW
         assert min(r[f"{path}_ms"], r[f"{path}_forward_ms"], r[f"{path}_backward_ms"]) > 0
@@ -132,12 +132,12 @@ def test_the_step_benchmark_yields_once_per_block_and_returns_the_timed_steps():
     assert blocks == 2 and len(finished.value.value) == 4 and all(min(phases) > 0 for phases in finished.value.value)
 
 
-def test_a_step_split_into_phases_is_the_capstones_step():
+def test_a_step_split_into_phases_is_the_librarys_step():
     # forward, then backward + clipping + AdamW, as _time_step runs them, leaves the same weights as train_step
     rng = np.random.default_rng(0)
     x, y = bench_gpt.get_batch(rng.integers(0, TINY["vocab_size"], size=500), 2, 8, rng)
     (one, opt_one), (two, opt_two) = bench_gpt.tinytorch_model(TINY, lr=1e-2), bench_gpt.tinytorch_model(TINY, lr=1e-2)
-    loss = milestone.train_step(one, opt_one, x, y, 1e-2, bench_gpt.GRAD_CLIP)
+    loss = train_step(one, opt_one, x, y, max_norm=bench_gpt.GRAD_CLIP, lr=1e-2)
     forward_s, update_s = bench_gpt._time_step("plain", two, opt_two, x, y, lr=1e-2)
     assert forward_s > 0 and update_s > 0
     changed = False
