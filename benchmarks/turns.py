@@ -1,6 +1,6 @@
 """Each path in its own worker process, the workers taking turns in blocks.
 
-Module 07's fast path changes process-wide settings (glibc's allocator thresholds), and PyTorch keeps threads of
+Module 07 can change process-wide settings (glibc's allocator thresholds, `perf.reuse_freed_memory()`), and PyTorch keeps threads of
 its own; in one process, each path would change how fast the others run. So every path runs in a worker of its
 own, started with "spawn" (a fresh interpreter with this one's environment and sys.path), and the workers take turns:
 the parent asks one worker for one block, waits for it, then asks the next; the order reverses every block. Only

@@ -211,7 +211,8 @@ def test_the_table_takes_the_compiled_ops_only_with_numba():
         assert perf.FAST_KERNELS["layer_norm"] is perf.compiled_layer_norm
     else:
         assert perf.FAST_KERNELS == perf.NUMPY_KERNELS
-    assert set(perf.COMPILED_KERNELS) == {"softmax", "layer_norm", "gelu", "adamw_update"}
+    assert set(perf.COMPILED_KERNELS) == {"softmax", "layer_norm", "gelu", "cross_entropy", "scaled_dot_product_attention",
+                                          "adamw_update"}
 
 
 def test_without_numba_the_switch_says_so_once(monkeypatch):
@@ -234,18 +235,20 @@ def test_without_numba_the_loops_are_python_functions_and_warm_up_has_nothing_to
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_disk():
-    loops = [perf._softmax_rows, perf._layer_norm_rows, perf._layer_norm_rows_backward,
-             perf._gelu_backward_loop, perf._cross_entropy_rows, perf._cross_entropy_rows_backward, perf._adamw_loop]
+    loops = [perf._vexp_loop, perf._softmax_rows, perf._softmax_rows_backward, perf._layer_norm_rows,
+             perf._layer_norm_rows_backward, perf._gelu_loop, perf._gelu_backward_loop, perf._cross_entropy_rows,
+             perf._cross_entropy_rows_backward, perf._attention_loop, perf._attention_loop_backward, perf._adamw_loop]
     for loop in loops:
         options = loop.targetoptions
         assert options["fastmath"] is False and options["nogil"] is True and options["parallel"] is False, loop
+        assert options["error_model"] == "numpy", f"{loop.py_func.__name__}: a division would test for zero and stay scalar"
         assert type(loop._cache).__name__ != "NullCache", f"{loop.py_func.__name__} is not cached on disk"
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_warm_up_reports_every_compiled_op_and_a_new_process_loads_them_from_the_disk_cache():
     seconds = perf.warm_up()
-    assert set(seconds) == set(perf.COMPILED_KERNELS) | {"cross_entropy"}
+    assert set(seconds) == set(perf.COMPILED_KERNELS) | {"exp"}
     assert perf.warm_up() == seconds                                  # measured once per process
     probe = ("import tinytorch.perf as perf; perf.warm_up(); "
              "print(sum(sum(f.stats.cache_hits.values()) for f in vars(perf).values() if hasattr(f, 'stats')), "

@@ -7,7 +7,7 @@ import pytest
 import tinytorch.perf as perf
 from tinytorch.core.attention import create_causal_mask, create_padding_mask, scaled_dot_product_attention
 from tinytorch.core.layers import gelu, layer_norm, linear
-from tinytorch.core.tensor import Tensor
+from tinytorch.core.tensor import KERNELS, Tensor
 
 from perf_helpers import assert_same_as_plain, leaves
 
@@ -242,7 +242,7 @@ def test_every_kind_of_mask_gives_exactly_the_same_result(rng):
 
 @pytest.mark.parametrize("op", ["fast_linear", "fast_gelu", "fast_layer_norm", "fast_attention",
                                 "fast_attention_weights", "fast_compiled_softmax", "fast_compiled_layer_norm",
-                                "fast_compiled_gelu", "fast_compiled_cross_entropy"])
+                                "fast_compiled_gelu", "fast_compiled_cross_entropy", "fast_compiled_attention"])
 def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
     "The gradient checks above run the fast rules: scale one by 1.1 and gradcheck fails."
     from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
@@ -250,8 +250,10 @@ def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
         "fast_linear": (lambda x, w, b: linear(x, w, b), leaves(rng, (2, 3, 4), (4, 5), (5,))),
         "fast_gelu": (perf.fast_gelu, leaves(rng, (3, 4))),
         "fast_layer_norm": (perf.fast_layer_norm, leaves(rng, (3, 4), (4,), (4,))),
-        "fast_attention": (lambda q, k, v: scaled_dot_product_attention(q, k, v)[0], leaves(rng, (3, 2), (4, 2), (4, 2))),
+        "fast_attention": (lambda q, k, v: perf.fast_attention(q, k, v)[0], leaves(rng, (3, 2), (4, 2), (4, 2))),
         "fast_attention_weights": (lambda q, k: scaled_dot_product_attention(q, k, k)[1], leaves(rng, (3, 2), (4, 2))),
+        "fast_compiled_attention": (lambda q, k, v: perf.compiled_attention(q, k, v, create_causal_mask(3, 4))[0],
+                                    leaves(rng, (3, 2), (4, 2), (4, 2))),
         "fast_compiled_softmax": (perf.compiled_softmax, leaves(rng, (3, 4))),
         "fast_compiled_layer_norm": (perf.compiled_layer_norm, leaves(rng, (3, 4), (4,), (4,))),
         "fast_compiled_gelu": (perf.compiled_gelu, leaves(rng, (3, 4))),
@@ -268,9 +270,11 @@ def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
 
 
 def test_multi_head_attention_splits_and_merges_heads_without_copies(rng, monkeypatch, fast):
-    """On the fast path the attention output takes Q's memory layout and its gradients take the layouts of Q, K and V,
-    so every reshape between (B, n, E) and (B, H, n, E/H) is a view, forward and backward."""
+    """With section 8's kernel the attention output takes Q's memory layout and its gradients take the layouts of Q, K
+    and V, so every reshape between (B, n, E) and (B, H, n, E/H) is a view, forward and backward. (The compiled loop
+    writes contiguous arrays: merge_heads copies its output.)"""
     import tinytorch.core.autograd as autograd
+    monkeypatch.setitem(KERNELS, "scaled_dot_product_attention", perf.fast_attention)
     from tinytorch.core.attention import MultiHeadAttention
     views, reshape_backward = [], autograd.GRADIENTS["reshape"]
 

@@ -34,9 +34,14 @@ PLAIN_PATH_ONLY = {  # "<file>::<test>" -> why it cannot pass on the fast path, 
         "it asserts the recorded op name 'linear' (test_perf_kernels checks the same for 'fast_linear')",
     "03_layers/test_layers_gradcheck.py::test_fused_rules_are_registered_and_a_broken_one_is_caught":
         "it breaks the plain ops' gradient rules (test_perf_kernels breaks the fast ones)",
+    "04_training/test_losses.py::test_cross_entropy_records_one_fused_node":
+        "it asserts the recorded op name 'cross_entropy' (the fast path records 'fast_compiled_cross_entropy')",
+    "04_training/test_losses.py::test_cross_entropy_gradcheck_catches_a_wrong_rule":
+        "it breaks the plain op's gradient rule (test_perf_kernels breaks the fast one)",
 }
 FAST_OPS = {"fast_linear", "fast_attention"} | (  # the ops the fast path records: compiled loops where numba is
-    {"fast_compiled_gelu", "fast_compiled_layer_norm", "fast_compiled_softmax"}
+    {"fast_compiled_gelu", "fast_compiled_layer_norm", "fast_compiled_softmax", "fast_compiled_cross_entropy",
+     "fast_compiled_attention"}
     if perf.numba is not None else {"fast_gelu", "fast_layer_norm"})
 
 

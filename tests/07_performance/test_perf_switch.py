@@ -1,5 +1,6 @@
-"""The switch: enable() fills KERNELS from FAST_KERNELS and keeps freed memory, disable() restores the plain path
-exactly, is_enabled() tells; without threadpoolctl everything runs on one thread and perf says so once."""
+"""The switch: enable() fills KERNELS from FAST_KERNELS, disable() restores the plain path exactly, is_enabled()
+tells; neither touches the allocator, which changes only when reuse_freed_memory() is called; without threadpoolctl
+everything runs on one thread and perf says so once."""
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ from tinytorch.core.losses import cross_entropy
 from tinytorch.core.tensor import KERNELS
 from tinytorch.core.transformer import GPT
 
-from perf_helpers import GELU_OP, LAYER_NORM_OP, leaves
+from perf_helpers import ATTENTION_OP, GELU_OP, LAYER_NORM_OP, leaves
 
 
 class FakeLibc:
@@ -28,7 +29,6 @@ class FakeLibc:
 def libc(monkeypatch):
     fake = FakeLibc()
     monkeypatch.setattr(perf, "_libc", lambda: fake)
-    monkeypatch.setitem(perf._switch, "allocator", False)
     return fake
 
 
@@ -44,7 +44,7 @@ def test_the_table_names_the_decorated_ops_with_fast_kernels_of_the_same_signatu
     if perf.numba is not None:
         from tinytorch.core.layers import softmax
         from tinytorch.core.optim import AdamW
-        plain.update(softmax=softmax, adamw_update=AdamW.update)
+        plain.update(softmax=softmax, cross_entropy=cross_entropy, adamw_update=AdamW.update)
     assert set(perf.FAST_KERNELS) == set(plain)
     for op, fast in perf.FAST_KERNELS.items():
         ours = [p.name for p in inspect.signature(fast).parameters.values()]
@@ -58,16 +58,22 @@ def test_enable_and_disable_switch_every_op_and_restore_the_plain_path_exactly(l
     assert linear(x, w, b)._node.op == "linear"
     perf.enable()
     assert perf.is_enabled() and KERNELS == perf.FAST_KERNELS and KERNELS is not perf.FAST_KERNELS
-    assert libc.calls == REUSE
     assert linear(x, w, b)._node.op == "fast_linear" and gelu(x)._node.op == GELU_OP
     assert layer_norm(x, w[0], b)._node.op == LAYER_NORM_OP
     perf.enable()                                                      # twice: no harm
     perf.disable()
     assert KERNELS == {} and not perf.is_enabled()
-    assert libc.calls == REUSE * 2 + DEFAULTS
     assert linear(x, w, b)._node.op == "linear" and gelu(x)._node.op == "gelu"
     perf.disable()                                                     # twice: nothing more to undo
-    assert libc.calls == REUSE * 2 + DEFAULTS
+    assert KERNELS == {} and libc.calls == []                          # the switch never touched the allocator
+
+
+def test_the_allocator_changes_only_when_asked(libc):
+    perf.enable()
+    perf.disable()
+    assert libc.calls == []
+    assert perf.reuse_freed_memory() is True and libc.calls == REUSE
+    assert perf.reuse_freed_memory(False) is True and libc.calls == REUSE + DEFAULTS
 
 
 def test_disable_without_enable_leaves_the_allocator_alone(libc):
@@ -101,8 +107,6 @@ def test_enabled_is_a_context_manager_that_puts_back_what_was_on(libc):
 def test_without_glibc_the_allocator_setting_does_nothing(monkeypatch):
     monkeypatch.setattr(perf, "_libc", lambda: None)
     assert perf.reuse_freed_memory() is False and perf.reuse_freed_memory(False) is False
-    perf.enable()
-    assert perf.is_enabled() and perf._switch["allocator"] is False
 
 
 def test_the_real_allocator_setting_applies_on_linux():
@@ -151,7 +155,7 @@ def test_a_gpt_step_on_the_fast_path_equals_the_plain_one(recorded_ops, dtype, t
             loss.backward()
         results.append([loss.data] + [p.grad.data for p in model.parameters()])
         ops = set(recorded_ops)
-        assert {"fast_linear", GELU_OP, LAYER_NORM_OP, "fast_attention"} <= ops if fast else \
+        assert {"fast_linear", GELU_OP, LAYER_NORM_OP, ATTENTION_OP} <= ops if fast else \
             not any(op.startswith("fast_") for op in ops)
     for plain, fast in zip(*results):
         np.testing.assert_allclose(fast, plain, **tol)
