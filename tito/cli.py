@@ -106,8 +106,10 @@ app = typer.Typer(name="tito", help="TinyTorch course tool: export, test and com
 module_app = typer.Typer(help="List, export, test and complete course modules.", no_args_is_help=True,
                          cls=ModuleGroup)
 system_app = typer.Typer(help="Check this installation.", no_args_is_help=True)
+book_app = typer.Typer(help="The course as a static website (needs the docs extra).", no_args_is_help=True)
 app.add_typer(module_app, name="module")
 app.add_typer(system_app, name="system")
+app.add_typer(book_app, name="book")
 
 out = Console(highlight=False)
 WIDE_TABLE = 100  # columns a table of checks needs to stay readable; a narrower console gets one block per row
@@ -414,6 +416,37 @@ def lab(port: int = typer.Option(8888, help="Port to serve on (127.0.0.1 only)."
     say(f"JupyterLab is running: {jupyter_lab.lab_url(port, token)}", "bold green")
     say("press Ctrl-C to stop it")
     raise typer.Exit(jupyter_lab.serve(server))
+
+
+# --- tito book build / serve ------------------------------------------------------------------------------
+
+BOOK_DIR = "_book"
+
+
+@book_app.command("build")
+def book_build(out: Path = typer.Option(Path(BOOK_DIR), "--out", help="Folder to write the site to (replaced).")):
+    "Run every chapter once, then write the website: open OUT/index.html, or `tito book serve`."
+    from tito import book
+
+    ws = Workspace.find()
+    built = book.build(ws, out if out.is_absolute() else Path.cwd() / out, say=say)
+    say(f"built {built.out / 'index.html'} in {built.total:.0f} s", "bold green")
+
+
+@book_app.command("serve")
+def book_serve(folder: Path = typer.Option(Path(BOOK_DIR), "--dir", help="The built site."),
+               port: int = typer.Option(8000, help="Port to serve on (127.0.0.1 only).")):
+    "Serve the built website on this machine."
+    from tito import book
+
+    server = book.server(folder, port)
+    say(f"serving {folder} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", "bold green")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def main(command: typer.Typer = app):
