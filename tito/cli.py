@@ -420,25 +420,28 @@ def lab(port: int = typer.Option(8888, help="Port to serve on (127.0.0.1 only)."
 
 # --- tito book build / serve ------------------------------------------------------------------------------
 
-BOOK_DIR = "_book"
+BOOK_DIR = "_book"  # under the workspace root
 
 
 @book_app.command("build")
-def book_build(out: Path = typer.Option(Path(BOOK_DIR), "--out", help="Folder to write the site to (replaced).")):
+def book_build(out: Optional[Path] = typer.Option(None, "--out", help=f"Folder to write the site to, replaced "
+                                                                         f"(default: {BOOK_DIR}/ in the workspace).")):
     "Run every chapter once, then write the website: open OUT/index.html, or `tito book serve`."
     from tito import book
 
     ws = Workspace.find()
-    built = book.build(ws, out if out.is_absolute() else Path.cwd() / out, say=say)
+    built = book.build(ws, (out or ws.root / BOOK_DIR).resolve(), say=say)
     say(f"built {built.out / 'index.html'} in {built.total:.0f} s", "bold green")
 
 
 @book_app.command("serve")
-def book_serve(folder: Path = typer.Option(Path(BOOK_DIR), "--dir", help="The built site."),
+def book_serve(folder: Optional[Path] = typer.Option(None, "--dir", help=f"The built site (default: {BOOK_DIR}/ in "
+                                                                           "the workspace)."),
                port: int = typer.Option(8000, help="Port to serve on (127.0.0.1 only).")):
-    "Serve the built website on this machine."
+    "Serve the built website on this machine until Ctrl-C."
     from tito import book
 
+    folder = (folder or Workspace.find().root / BOOK_DIR).resolve()
     server = book.server(folder, port)
     say(f"serving {folder} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", "bold green")
     try:

@@ -225,3 +225,12 @@ def test_student_view_keeps_no_solution_or_hidden_line(notebook):
     secrets, signatures, _ = secrets_and_stubs(notebook)
     assert [line for line in secrets if line in text] == [], f"{notebook.name}: the student's view keeps secrets"
     assert [line for line in signatures if line not in text] == [], f"{notebook.name}: given lines are missing"
+
+
+def test_serve_without_a_built_book_is_one_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tito", "book", "serve", "--dir", str(tmp_path), "--port", "0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "no built book" in done.stderr and "Traceback" not in done.stderr, done.stderr
