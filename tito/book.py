@@ -27,10 +27,10 @@ GUIDES = ("docs/GRADING.md", "docs/PERFORMANCE.md", "docs/DEVELOPING.md", "docs/
 LANDING_SECTIONS = ("The course", "Which path are you on?", "The capstone")  # from the README, in this order
 MARKDOWN_CODE = re.compile(r"(`[^`]+`)")
 PLAIN_MARKUP = re.compile(r"([|*]|(?<=\w)_(?!\w))")  # characters reST would read as markup in plain text
-MATHJAX_PACKAGE = "sphinx-mathjax-offline"
+MATHJAX_PACKAGE = "sphinx-mathjax-offline"  # a registry package that ships MathJax 3's files
 FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" '
            'fill="#ee4c2c"/><text x="16" y="22" font-family="sans-serif" font-size="15" font-weight="bold" '
-           'text-anchor="middle" fill="#fff">TT</text></svg>')  # a registry package that ships MathJax 3's files
+           'text-anchor="middle" fill="#fff">TT</text></svg>')
 CONF = '''\
 project = {title!r}
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.mathjax"]
@@ -60,7 +60,7 @@ class Built:
     "A built site: its folder, the seconds each step took (one per chapter, then 'sphinx') and Sphinx's warnings."
     out: Path
     seconds: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)  # Sphinx's
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> float:
