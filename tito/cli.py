@@ -19,7 +19,7 @@ from typer.core import TyperGroup
 from tito import output
 from tito.workspace import TitoError
 
-COMMANDS = ("module", "system", "lab", "student", "fetch", "submit", "milestone", "nbgrader")  # tito/commands/<name>.py
+COMMANDS = ("module", "system", "lab", "student", "fetch", "submit", "milestone", "nbgrader", "book")  # tito/commands/<name>.py
 LENIENT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 

@@ -1,0 +1,267 @@
+"""`tito book`: the course as a static website, made with Sphinx, MyST-NB and sphinx-book-theme (the `docs` extra).
+
+Each chapter is its module's notebook, executed once with its solutions by tito's notebook runner (one BLAS thread,
+the cell time limit of settings.ini), then turned into the student's version by nbgrader's own release
+preprocessors: solution regions become the stubs, hidden checks go. Hidden checks go before the run, so that no
+output can show them. The landing page is made of the README's sections; the guides in docs/ are pages; the API
+reference comes from the package's docstrings. MathJax is served from the site itself, so no page asks the internet
+for anything.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tito.workspace import Module, TitoError, Workspace, tool_env
+from tito.output import last_line
+
+GUIDES = ("docs/GRADING.md", "docs/PERFORMANCE.md", "docs/DEVELOPING.md", "docs/DESIGN.md")
+LANDING_SECTIONS = ("The course", "Which path are you on?", "The capstone")  # from the README, in this order
+MARKDOWN_CODE = re.compile(r"(`[^`]+`)")
+PLAIN_MARKUP = re.compile(r"([|*]|(?<=\w)_(?!\w))")  # characters reST would read as markup in plain text
+MATHJAX_PACKAGE = "sphinx-mathjax-offline"  # a registry package that ships MathJax 3's files
+FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" '
+           'fill="#ee4c2c"/><text x="16" y="22" font-family="sans-serif" font-size="15" font-weight="bold" '
+           'text-anchor="middle" fill="#fff">TT</text></svg>')
+CONF = '''\
+project = {title!r}
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.mathjax"]
+exclude_patterns = ["_build"]
+nb_execution_mode = "off"  # tito ran each notebook once already
+nb_merge_streams = True
+nb_ipywidgets_js = {{}}  # widgets' JavaScript would come from a CDN; the course has no widgets
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+mathjax_path = "mathjax/tex-svg.js"  # SVG output needs no web fonts
+html_static_path = [{mathjax!r}]
+html_theme = "sphinx_book_theme"
+html_title = {title!r}
+html_favicon = "favicon.svg"  # else browsers ask the server for /favicon.ico
+html_copy_source = False
+html_show_sourcelink = False
+html_theme_options = {{"show_toc_level": 2, "use_download_button": False}}  # the sources are not copied
+html_context = {{"default_mode": "auto"}}  # the theme's script reports an empty mode as an error
+autodoc_member_order = "bysource"
+
+from tito.book import sphinx_setup as setup
+'''
+
+
+@dataclass
+class Built:
+    "A built site: its folder, the seconds each step took (one per chapter, then 'sphinx') and Sphinx's warnings."
+    out: Path
+    seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+
+def build(ws: Workspace, out: Path, say=lambda line: None) -> Built:
+    "Build the site into `out` (replaced): run every chapter, write the pages, run Sphinx. `say` hears each step."
+    _require_docs_extra()
+    built = Built(Path(out).resolve())
+    with tempfile.TemporaryDirectory(prefix="tito-book-") as tmp:
+        src = Path(tmp) / "src"
+        for module in ws.modules():
+            start = time.monotonic()
+            nb = student_view(ws, executed(ws, module))
+            write_notebook(nb, src / ws.rel(module.notebook))
+            built.seconds[module.name] = time.monotonic() - start
+            say(f"{module.name}: executed and made the student's version in {built.seconds[module.name]:.0f} s")
+        write_pages(ws, src)
+        start = time.monotonic()
+        built.warnings = sphinx(ws, src, built.out, Path(tmp) / "doctrees")
+        built.seconds["sphinx"] = time.monotonic() - start
+        say(f"sphinx: wrote the pages in {built.seconds['sphinx']:.0f} s")
+        for line in built.warnings:
+            say(line)
+    return built
+
+
+def _require_docs_extra():
+    for name in ("sphinx", "myst_nb", "sphinx_book_theme", MATHJAX_PACKAGE):
+        if importlib.util.find_spec(name) is None:
+            raise TitoError(f"`tito book` needs the docs extra ({name} is not installed): pip install -e \".[docs]\"")
+
+
+# --- chapters ---------------------------------------------------------------------------------------------
+
+
+def executed(ws: Workspace, module: Module):
+    "The module's notebook, hidden checks removed, run top to bottom with its solutions (outputs in the cells)."
+    import nbformat
+
+    from tito.testing import execute_notebook
+
+    nb = nbformat.read(module.notebook, as_version=4)
+    _nbgrader_step(ws, "ClearHiddenTests", nb)
+    with tempfile.TemporaryFile("w+") as kernel_log:
+        stopped = execute_notebook(nb, module.folder, tool_env(ws.root), ws.cell_timeout, kernel_log)
+        kernel_log.seek(0)
+        log = kernel_log.read()
+    if stopped is not None:
+        raise TitoError(f"{ws.rel(module.notebook)}: cell {stopped.index + 1} stopped the run: {stopped.why}")
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and cell.execution_count is None and cell.source.strip():
+            raise TitoError(f"{ws.rel(module.notebook)}: cell {index + 1} did not run {last_line(log)}".rstrip())
+        error = next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
+        if error is not None:
+            raise TitoError(f"{ws.rel(module.notebook)}: cell {index + 1} failed: {error.ename}: {error.evalue}")
+    return nb
+
+
+def student_view(ws: Workspace, nb):
+    """The executed notebook as the student's release shows it: nbgrader's release steps replace each solution region
+    with its stub (and the outputs of solution cells go: the stub prints nothing), and clear mark schemes."""
+    from nbgrader.utils import is_solution
+
+    for step in ("ClearSolutions", "ClearHiddenTests", "ClearMarkScheme"):
+        _nbgrader_step(ws, step, nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and is_solution(cell):
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def _nbgrader_step(ws: Workspace, name: str, nb):
+    "Apply nbgrader's preprocessor `name`, configured as `tito nbgrader generate` configures it, to `nb` in place."
+    from nbgrader import preprocessors
+
+    from tito.grading.setup import nbgrader_config
+
+    getattr(preprocessors, name)(config=nbgrader_config(ws)).preprocess(nb, {})
+
+
+def write_notebook(nb, path: Path):
+    import nbformat
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+# --- pages ------------------------------------------------------------------------------------------------
+
+
+def write_pages(ws: Workspace, src: Path):
+    "The landing page, the guides, the API reference and Sphinx's conf.py, into `src` (chapters are there already)."
+    for guide in GUIDES:
+        if (ws.root / guide).is_file():
+            (src / guide).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ws.root / guide, src / guide)
+    (src / "index.md").write_text(landing_page(ws), encoding="utf-8")
+    (src / "api.rst").write_text(api_page(ws), encoding="utf-8")
+    (src / "favicon.svg").write_text(FAVICON, encoding="utf-8")
+    mathjax = Path(importlib.util.find_spec(MATHJAX_PACKAGE).origin).parent / "static"
+    title = ws.settings.get("course", "title", fallback="TinyTorch")
+    (src / "conf.py").write_text(CONF.format(title=title, mathjax=str(mathjax)), encoding="utf-8")
+
+
+def readme_sections(text: str) -> tuple[str, dict[str, str]]:
+    "The README's title block (its `#` heading and what follows it) and its `##` sections by heading."
+    parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
+    return parts[0].strip(), {heading.strip(): body.strip() for heading, body in zip(parts[1::2], parts[2::2])}
+
+
+def landing_page(ws: Workspace) -> str:
+    "The README's title, course table (each module linked to its chapter), paths and capstone, and the navigation."
+    head, sections = readme_sections((ws.root / "README.md").read_text(encoding="utf-8"))
+    chapters = {m.number: ws.rel(m.notebook) for m in ws.modules()}
+
+    def link(row: re.Match) -> str:
+        number, name = row.group(1), row.group(2).strip()
+        return f"| {number} | [{name}]({chapters[number]}) |" if number in chapters else row.group(0)
+
+    page = [head]
+    for heading in LANDING_SECTIONS:
+        if heading not in sections:
+            raise TitoError(f"README.md has no section `## {heading}` for the book's landing page")
+        body = sections[heading]
+        if heading == "The course":
+            body = re.sub(r"^\| (\d\d) \| ([^|]+)\|", link, body, flags=re.MULTILINE)
+        page += [f"## {heading}", body]
+    guides = [g[:-3] for g in GUIDES if (ws.root / g).is_file()]
+    page += [_toctree("Chapters", [p[:-len(".ipynb")] for p in chapters.values()]),
+             _toctree("Guides", guides), _toctree("Reference", ["api"])]
+    return "\n\n".join(page) + "\n"
+
+
+def _toctree(caption: str, entries: list[str]) -> str:
+    return "\n".join(["```{toctree}", f":caption: {caption}", ":hidden:", "", *entries, "```"])
+
+
+def api_modules(ws: Workspace) -> list[str]:
+    "The package's public modules, dotted, in course order (each module's exports as its notebook lists them)."
+    from tito.notebooks import exported_files
+
+    files = [f for m in ws.modules() for f in exported_files(ws.lib_dir, m.notebook)]
+    files += sorted(set(ws.lib_dir.rglob("*.py")) - set(files))
+    names = []
+    for path in files:
+        parts = path.relative_to(ws.lib_dir.parent).with_suffix("").parts
+        if parts[-1] != "__init__" and not any(p.startswith("_") for p in parts):
+            names.append(".".join(parts))
+    return names
+
+
+def api_page(ws: Workspace) -> str:
+    "An autodoc page with a section per public module of the package."
+    lines = ["API reference", "=============", "",
+             f"Generated from the docstrings of ``{ws.lib_dir.name}`` as this book was built.", ""]
+    for name in api_modules(ws):
+        lines += [f"``{name}``", "-" * (len(name) + 4), "", f".. automodule:: {name}", "   :members:", ""]
+    return "\n".join(lines)
+
+
+def sphinx(ws: Workspace, src: Path, out: Path, doctrees: Path) -> list[str]:
+    """Sphinx's html builder (plain .html files: relative links that work from file:// and any static host).
+    Returns its warnings."""
+    if out.exists():
+        shutil.rmtree(out)
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-d", str(doctrees), str(src), str(out)]
+    done = subprocess.run(cmd, cwd=src, env=tool_env(ws.root), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TitoError(f"sphinx could not build the book: {last_line(done.stderr or done.stdout)}")
+    return [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+
+
+def sphinx_setup(app):
+    "conf.py's `setup`: docstrings are read as the course writes them."
+    app.connect("autodoc-process-docstring", markdown_code)
+
+
+def markdown_code(app, what, name, obj, options, lines: list[str]):
+    """The package's docstrings are plain text with markdown code (nbdev's): `x` is code, and `|x|`, `*args` or
+    `clip_grad_norm_` are no reST markup."""
+    lines[:] = ["".join(f"``{part[1:-1]}``" if part.startswith("`") else PLAIN_MARKUP.sub(r"\\\1", part)
+                        for part in MARKDOWN_CODE.split(line)) for line in lines]
+
+
+# --- serving ----------------------------------------------------------------------------------------------
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+def server(folder: Path, port: int) -> http.server.ThreadingHTTPServer:
+    "An HTTP server for `folder` on 127.0.0.1:`port` (0: any free port); call serve_forever() on it."
+    if not (Path(folder) / "index.html").is_file():
+        raise TitoError(f"{folder} holds no built book (no index.html); run `tito book build` first")
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    try:
+        return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as e:
+        raise TitoError(f"cannot serve on 127.0.0.1:{port}: {e.strerror}") from None
