@@ -100,15 +100,21 @@ def _require_docs_extra():
 
 
 def executed(ws: Workspace, module: Module):
-    "The module's notebook, hidden checks removed, run top to bottom with its solutions (outputs in the cells)."
+    """The module's notebook, hidden checks removed, run top to bottom with its solutions (outputs in the cells),
+    in a folder of its own with the course's answers to its checks beside it, as a student's release has them: so
+    every check cell compares and says "all N checks passed", and one that does not stops the build."""
     import nbformat
 
+    from tito.grading.generate import ship_expected
     from tito.testing import execute_notebook
 
     nb = nbformat.read(module.notebook, as_version=4)
     _nbgrader_step(ws, "ClearHiddenTests", nb)
-    with tempfile.TemporaryFile("w+") as kernel_log:
-        stopped = execute_notebook(nb, module.folder, tool_env(ws.root), ws.cell_timeout, kernel_log)
+    with tempfile.TemporaryDirectory(prefix="tito-book-") as folder, tempfile.TemporaryFile("w+") as kernel_log:
+        copy = Path(folder) / module.notebook.name
+        nbformat.write(nb, copy)
+        ship_expected(ws, module, copy)
+        stopped = execute_notebook(nb, Path(folder), tool_env(ws.root), ws.cell_timeout, kernel_log)
         kernel_log.seek(0)
         log = kernel_log.read()
     if stopped is not None:

@@ -129,12 +129,22 @@ def test_chapter_as_the_student_sees_it(site, browser, notebook):
     assert missing == [], f"{notebook.name}: the page lacks the exercises' given lines {missing[:5]}"
     assert text.count("raise NotImplementedError()") >= sum(1 for _ in _solution_cells(notebook)), \
         f"{notebook.name}: fewer exercise stubs on the page than solution cells in the notebook"
+    graded = sum(1 for _ in _graded_cells(notebook))
+    assert text.count(" checks passed") == graded and "checks ran (no course answers" not in text, \
+        f"{notebook.name}: {graded} graded cells, but {text.count(' checks passed')} say their checks passed " \
+        "against the course's answers"
     if figure:
         drawn = visit.page.evaluate("[...document.querySelectorAll('.cell_output img')]"
                                     ".filter(i => i.complete && i.naturalWidth > 0).length")
         assert drawn >= 1, f"{notebook.name} draws a figure, but the page shows no rendered image"
     visit.check_clean()
     visit.page.close()
+
+
+def _graded_cells(notebook: Path):
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            yield cell
 
 
 def _solution_cells(notebook: Path):
