@@ -29,7 +29,7 @@ from tito.course import Module, TitoError, Workspace
 from tito.exporting import export_modules
 from tito.notebooks import (Header, default_exp, exported_files, is_exported, module_file, pending_exercises,
                             read_header, read_notebook)
-from tito.testing import Checks, Outcome, run_judged_checks, run_notebook_checks, run_test_suite
+from tito.testing import Checks, Outcome, fix_first, run_judged_checks, run_notebook_checks, run_test_suite
 
 PLUGINS = {  # command name: (module, attribute) that other parts of the course provide
     "nbgrader": ("tito.grading.commands", "nbgrader_app"),
@@ -308,11 +308,14 @@ def _check_prerequisites(ws: Workspace, module: Module):
 
 
 def _run_checks(ws: Workspace, module: Module, verbose: bool) -> tuple[Checks, Checks]:
-    tests = run_test_suite(ws, module)
+    verdicts = run_judged_checks(ws, module)
+    tests = run_test_suite(ws, module, verdicts)
     _show_checks(f"pytest {ws.rel(ws.tests_for(module))}/", tests, verbose, list_passed=False)
     ran = run_notebook_checks(ws, module)
-    checks = Checks(run_judged_checks(ws, module).outcomes + ran.outcomes, ran.missing)
+    checks = Checks(verdicts.outcomes + ran.outcomes, ran.missing)
     _show_checks(f"graded checks of {ws.rel(module.notebook)} (one verdict per exercise)", checks, verbose)
+    if first := fix_first(verdicts, tests):
+        say(f"fix first: {first}", "bold red")
     failing = [o for c in (tests, checks) for o in c.outcomes if o.status in ("failed", "error")]
     if verbose:
         _show_details([tests, checks])
