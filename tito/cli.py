@@ -29,7 +29,8 @@ from tito.course import Module, TitoError, Workspace
 from tito.exporting import export_modules
 from tito.notebooks import (Header, default_exp, exported_files, is_exported, module_file, pending_exercises,
                             read_header, read_notebook)
-from tito.testing import Checks, Outcome, fix_first, run_judged_checks, run_notebook_checks, run_test_suite
+from tito.testing import (Checks, Outcome, fix_first, run_judged_checks, run_notebook_checks, run_test_suite,
+                          unjudged)
 
 PLUGINS = {  # command name: (module, attribute) that other parts of the course provide
     "nbgrader": ("tito.grading.commands", "nbgrader_app"),
@@ -308,9 +309,14 @@ def _check_prerequisites(ws: Workspace, module: Module):
 
 
 def _run_checks(ws: Workspace, module: Module, verbose: bool) -> tuple[Checks, Checks]:
-    verdicts = run_judged_checks(ws, module)
+    try:
+        verdicts, judged = run_judged_checks(ws, module), None
+    except TitoError as e:  # the tests still say what they can, then this
+        verdicts, judged = unjudged(module), e
     tests = run_test_suite(ws, module, verdicts)
     _show_checks(f"pytest {ws.rel(ws.tests_for(module))}/", tests, verbose, list_passed=False)
+    if judged:
+        raise judged
     ran = run_notebook_checks(ws, module)
     checks = Checks(verdicts.outcomes + ran.outcomes, ran.missing)
     _show_checks(f"graded checks of {ws.rel(module.notebook)} (one verdict per exercise)", checks, verbose)

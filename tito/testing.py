@@ -27,7 +27,7 @@ from pathlib import Path
 from time import monotonic
 
 from tito.course import ANSI, Module, TitoError, Workspace, last_line, one_line, tool_env
-from tito.notebooks import cell_title, grade_id, is_exercise, is_graded
+from tito.notebooks import cell_title, grade_id, is_exercise, is_graded, parse_notebook
 
 NOT_DONE = "NotImplementedError"
 KERNEL_CELL = re.compile(r"Cell In\[(\d+)\], line \d+")  # IPython's traceback frames
@@ -97,10 +97,11 @@ class Checks:
 class Verdicts(Checks):
     "The judge's verdicts, one per exercise (titled as the student sees it), and what each exercise builds on."
     builds_on: dict = field(default_factory=dict)  # grade_id -> the grade_ids its check builds on (`after=`, deep)
+    names: dict = field(default_factory=dict)  # grade_id -> title, for exercises without a verdict
 
     @property
     def titles(self) -> dict[str, str]:
-        return {o.gid: o.name for o in self.outcomes}
+        return {**self.names, **{o.gid: o.name for o in self.outcomes}}
 
     def failing(self) -> dict[str, Outcome]:
         return {o.gid: o for o in self.outcomes if o.status != "passed"}
@@ -240,12 +241,12 @@ def _junit_outcome(case: ET.Element, verdicts: Verdicts) -> Outcome:
     message, text = node.get("message", ""), node.text or ""
     if tag == "skipped":
         return Outcome(name, "skipped", one_line(message or text), gid=gid, nodeid=nodeid)
-    if first := verdicts.fix_first(gid):
-        reason = f"fix {verdicts.titles[first]} first"
-    elif message.startswith(NOT_DONE) or f"E   {NOT_DONE}" in text:
-        reason = not_done(gid or None)
+    if message.startswith(NOT_DONE) or f"E   {NOT_DONE}" in text:
+        reason = not_done(None if verdicts.fix_first(gid) else gid or None)
     else:
         reason = failure_reason(message or text)
+    if first := verdicts.fix_first(gid):
+        reason = f"fix {verdicts.titles[first]} first; {reason}"
     return Outcome(name, {"failure": "failed"}.get(tag, tag), reason, exercise=verdicts.titles.get(gid, gid),
                    detail=text.rstrip(), nodeid=nodeid, gid=gid)
 
@@ -279,6 +280,12 @@ def run_notebook_checks(ws: Workspace, module: Module) -> Checks:
               if cell.cell_type == "code" and (not is_graded(cell) or (stopped and i == stopped.index))
               and (stopped is None or i <= stopped.index)]
     return Checks([o for o in others if o.status != "passed"])
+
+
+def unjudged(module: Module) -> Verdicts:
+    "No verdicts (the judge could not run), only the exercises' titles: the tests are still shown under them."
+    nb = parse_notebook(module.notebook)
+    return Verdicts(names={grade_id(c): cell_title(nb, i) for i, c in enumerate(nb.cells) if is_exercise(c)})
 
 
 def run_judged_checks(ws: Workspace, module: Module) -> Verdicts:

@@ -292,6 +292,38 @@ BUGS["04"] += [
         "        log_p, log_q = np.log(p.data), np.log1p(-p.data)"),
 ]
 
+BUGS["04"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("mse-abs", "mse_loss averages the absolute errors", "mse-loss",
+        "    return (diff * diff).mean()", "    return abs(diff).mean()"),
+    Bug("mse-root", "mse_loss takes the root of the mean square (RMSE)", "mse-loss",
+        "    return (diff * diff).mean()", "    return (diff * diff).mean().sqrt()"),
+    Bug("sgd-decay-after-momentum", "SGD adds the weight decay after the momentum", "sgd",
+        """        if self.weight_decay:
+            grad = grad + self.weight_decay * param
+        if self.momentum:""", """        if self.momentum:"""),
+    Bug("sgd-momentum-first-scaled", "the momentum buffer starts at (1 − μ)·g (an average) instead of g", "sgd",
+        '                state["momentum"] = grad.copy()', '                state["momentum"] = (1 - self.momentum) * grad'),
+    Bug("adam-eps-inside-sqrt", "eps goes inside the square root", "adam",
+        "        param -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)",
+        "        param -= self.lr * m_hat / np.sqrt(v_hat + self.eps)"),
+    Bug("adamw-decay-without-lr", "AdamW shrinks the weights by weight_decay, not lr · weight_decay", "adamw",
+        "        param *= 1 - self.lr * self.weight_decay", "        param *= 1 - self.weight_decay"),
+    Bug("adamw-decay-through-gradient", "AdamW adds the decay to the gradient (Adam's L2), not to the weights",
+        "adamw", """        param *= 1 - self.lr * self.weight_decay
+        self.adam_step(param, grad, state)""", """        self.adam_step(param, grad + self.weight_decay * param, state)"""),
+    Bug("clip-always-scales", "clip_grad_norm_ scales even when the norm is below max_norm", "clip-grad-norm",
+        "    if scale < 1:\n        for g in grads:\n            g *= scale",
+        "    if True:\n        for g in grads:\n            g *= scale"),
+    Bug("clip-l1-norm", "the total norm adds the parameters' norms instead of their squares", "clip-grad-norm",
+        "    total_norm = math.sqrt(sum(float(np.linalg.norm(g)) ** 2 for g in grads))",
+        "    total_norm = sum(float(np.linalg.norm(g)) for g in grads)"),
+    Bug("cosine-over-total", "the cosine's progress counts from step 0, not from the end of warmup", "lr-schedule",
+        "    progress = (step - warmup_steps) / (total_steps - warmup_steps)", "    progress = step / total_steps"),
+    Bug("cosine-to-zero", "the cosine decays to 0, not to min_lr", "lr-schedule",
+        "    return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))",
+        "    return 0.5 * base_lr * (1 + math.cos(math.pi * progress))"),
+]
+
 BUGS["05"] = [
     Bug("causal-off-by-one", "the causal mask blocks the diagonal too (j < i instead of j <= i)", "masks",
         "    return np.arange(n_keys)[None, :] <= np.arange(seq_len)[:, None] + offset",
@@ -380,6 +412,34 @@ BUGS["06"] = [
     Bug("cache-past-the-context", "generation keeps feeding the cache past max_seq_len instead of rebuilding it",
         "generate", "                if use_cache and caches is not None and idx.shape[1] <= self.max_seq_len:",
         "                if use_cache and caches is not None:"),
+]
+
+BUGS["06"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("decode-no-range-check", "decode lets a negative id through (Python reads it from the end)", "char-tokenizer",
+        "        bad = ids[(ids < 0) | (ids >= self.vocab_size)]", "        bad = ids[ids >= self.vocab_size]"),
+    Bug("encode-skips-unknown", "encode drops characters outside the vocabulary instead of refusing them",
+        "char-tokenizer", "            return [self.stoi[ch] for ch in text]",
+        "            return [self.stoi[ch] for ch in text if ch in self.stoi]"),
+    Bug("targets-not-shifted", "the targets are the inputs themselves, not shifted by one", "get-batch",
+        "    return data[window], data[window + 1]", "    return data[window], data[window]"),
+    Bug("batch-ignores-rng", "get_batch draws from a new generator, not the one it is given", "get-batch",
+        "    starts = rng.integers(0, len(data) - block_size, size=batch_size)",
+        "    starts = np.random.default_rng().integers(0, len(data) - block_size, size=batch_size)"),
+    Bug("mlp-hidden-is-embed", "the hidden layer is embed_dim wide, not hidden_dim", "mlp",
+        "        self.fc = Linear(embed_dim, hidden_dim)\n        self.act = GELU()\n        self.proj = Linear(hidden_dim, embed_dim)",
+        "        self.fc = Linear(embed_dim, embed_dim)\n        self.act = GELU()\n        self.proj = Linear(embed_dim, embed_dim)"),
+    Bug("mlp-no-dropout", "the MLP never applies its dropout", "mlp",
+        "        return self.dropout(self.proj(self.act(self.fc(x))))", "        return self.proj(self.act(self.fc(x)))"),
+    Bug("block-no-attention-residual", "the attention branch replaces x instead of adding to it", "transformer-block",
+        "        x = x + self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache))",
+        "        x = self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache))"),
+    Bug("block-shared-layer-norm", "both branches use ln1", "transformer-block",
+        "        return x + self.mlp(self.ln2(x))", "        return x + self.mlp(self.ln1(x))"),
+    Bug("gpt-untied-head-uses-embedding", "the logits always come from the token embedding, head or not", "gpt",
+        "        if self.lm_head is None:\n            return x @ self.token_embedding.weight.transpose()\n",
+        "        return x @ self.token_embedding.weight.transpose()\n"),
+    Bug("top-k-keeps-one-more", "top-k keeps the k + 1 largest logits", "generate",
+        "        kth = np.sort(logits, axis=-1)[:, -top_k][:, None]", "        kth = np.sort(logits, axis=-1)[:, -top_k - 1][:, None]"),
 ]
 
 BUGS["07"] = [  # from the module 07 author's list, each re-checked here
