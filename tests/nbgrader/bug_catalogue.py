@@ -1,9 +1,9 @@
-"""Plausible student bugs, per module, for `test_bug_catalogue.py`.
+"""Plausible student bugs, per module, for `test_bug_catalogue.py` and `test_blame_table.py`.
 
 Each bug is one edit of a solution cell of the module's notebook (`old` -> `new` in the cell `grade_id`), written
-the way a student gets the exercise wrong. Autograding the edited notebook must cost points. Every bug here is one
-the module's test suite catches too (checked when it was added: export the edited notebook, run `tests/NN_*`), so the
-grade and `tito module complete` agree. At least eight bugs per module; each costs a run of the notebook in CI.
+the way a student gets the exercise wrong. Autograding the edited notebook must cost points (test_bug_catalogue), and
+`tito module complete` must name the bug's exercise first, its test suite agreeing (test_blame_table). At least eight
+bugs per module, and three per exercise in modules 01-06; each costs an autograde and a blame-table entry in CI.
 """
 from typing import NamedTuple
 
@@ -95,8 +95,9 @@ BUGS["01"] += [  # so that every exercise has at least three (the blame table, t
     Bug("sub-reversed", "a - b computes b - a", "arithmetic", "    out = a.data - b.data", "    out = b.data - a.data"),
     Bug("div-floors", "division floors (//), as integer division does", "arithmetic",
         "    out = a.data / b.data", "    out = a.data // b.data"),
-    Bug("neg-of-abs", "neg gives -|a|", "arithmetic", '    out = -a.data\n    ### END SOLUTION\n    return _result(out, "neg"',
-        '    out = -np.abs(a.data)\n    ### END SOLUTION\n    return _result(out, "neg"'),
+    Bug("neg-forgets-minus", "neg copies a and forgets the minus sign", "arithmetic",
+        '    out = -a.data\n    ### END SOLUTION\n    return _result(out, "neg"',
+        '    out = a.data.copy()\n    ### END SOLUTION\n    return _result(out, "neg"'),
     Bug("log-base-10", "log is the base-10 logarithm", "elementwise", "    out = np.log(a.data)", "    out = np.log10(a.data)"),
     Bug("tanh-by-exp-overflows", "tanh from exponentials, which gives nan for large inputs", "elementwise",
         "    out = np.tanh(a.data)", "    out = (np.exp(2 * a.data) - 1) / (np.exp(2 * a.data) + 1)"),
