@@ -106,7 +106,7 @@ def executed(ws: Workspace, module: Module):
     import nbformat
 
     from tito.grading.generate import ship_expected
-    from tito.testing import execute_notebook
+    from tito.module_checks import execute_notebook
 
     nb = nbformat.read(module.notebook, as_version=4)
     _nbgrader_step(ws, "ClearHiddenTests", nb)

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from tito.workspace import Module, TitoError, Workspace
 from tito.locking import workspace_lock
-from tito.testing import Checks
+from tito.module_checks import Checks
 
 
 def load(ws: Workspace) -> dict:

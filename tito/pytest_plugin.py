@@ -1,50 +1,50 @@
 """A pytest plugin tito loads (`pytest -p tito.pytest_plugin`) when it runs a module's test suite.
 
-A test that fails in its own `assert` has no frame of the student's code in its traceback, so nothing there says
-which exercise computed the wrong value. While each test runs, this plugin notes which functions of the package
-(`$TITO_PACKAGE_DIR`) it calls, and adds them to the test's JUnit record: property `tito-calls`, a JSON list of
-[file, first line] in the order of their first call. tito compares the failing tests' calls with the passing
-ones' to find the exercise a failure comes from. The test's node id is added as `tito-nodeid`.
-Functions that run in other threads are not seen.
-"""
-import json
-import os
-import sys
+Every test of a module suite declares the exercise it exercises, `@pytest.mark.exercise("grade_id")` (on the test,
+its class, its parameter or the file's `pytestmark`). This plugin adds it to the test's JUnit record, property
+`tito-exercise`, with the test's node id, `tito-nodeid`; tito shows a failure under that exercise.
 
+`--tito-stop-early=a,b,c` runs the tests in that order of exercises (a stable sort: within an exercise, as
+collected) and stops after the first exercise with a failing test.
+"""
 import pytest
 
 
-def _package_prefixes() -> tuple[str, ...]:
-    folder = os.environ.get("TITO_PACKAGE_DIR")
-    if not folder:
-        return ()
-    return tuple({os.path.join(folder, ""), os.path.join(os.path.realpath(folder), "")})
+def exercise_of(item) -> str:
+    "The grade_id a test declares, or ''."
+    mark = item.get_closest_marker("exercise")
+    return mark.args[0] if mark and mark.args else ""
 
 
-PREFIXES = _package_prefixes()
+def pytest_addoption(parser):
+    parser.addoption("--tito-stop-early", default="", metavar="GRADE_IDS",
+                     help="run the tests in this order of exercises (comma-separated grade_ids) and stop after "
+                          "the first exercise with a failing test")
+
+
+
+def pytest_collection_modifyitems(config, items):
+    order = [g for g in config.getoption("tito_stop_early").split(",") if g]
+    if order:
+        rank = {gid: i for i, gid in enumerate(order)}
+        items.sort(key=lambda item: rank.get(exercise_of(item), len(rank)))
+
+
+FAILED = pytest.StashKey[str]()  # the exercise of the first failing test
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):
-    if not PREFIXES:
-        yield
-        return
-    called, in_package = {}, {}  # code object -> None, in the order of first calls; code object -> bool
+def pytest_runtest_protocol(item, nextitem):
+    item.user_properties += [("tito-exercise", exercise_of(item)), ("tito-nodeid", item.nodeid)]
+    yield
+    failed = item.session.stash.get(FAILED, None)
+    if failed is not None and item.config.getoption("tito_stop_early") and \
+            (nextitem is None or exercise_of(nextitem) != failed):
+        item.session.shouldstop = f"stopped after the first exercise with a failing test ({failed or 'none'})"
 
-    def trace(frame, event, arg):
-        code = frame.f_code
-        inside = in_package.get(code)
-        if inside is None:
-            inside = in_package[code] = code.co_filename.startswith(PREFIXES)
-        if inside and code not in called:
-            called[code] = None
-        # returns None: no line events for this frame, only the next call
 
-    previous = sys.gettrace()
-    sys.settrace(trace)
-    try:
-        yield
-    finally:
-        sys.settrace(previous)
-    item.user_properties.append(("tito-calls", json.dumps([[c.co_filename, c.co_firstlineno] for c in called])))
-    item.user_properties.append(("tito-nodeid", item.nodeid))
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.failed and FAILED not in item.session.stash:
+        item.session.stash[FAILED] = exercise_of(item)

@@ -18,6 +18,9 @@ BINARY_OPS = [
     ("pow", operator.pow, power, np.power),
 ]
 BINARY_IDS = [name for name, *_ in BINARY_OPS]
+EXERCISE = {"pow": "elementwise"}  # the exercise that writes each op; the others are `arithmetic`'s
+BINARY_PARAMS = [pytest.param(*case, id=case[0], marks=pytest.mark.exercise(EXERCISE.get(case[0], "arithmetic")))
+                 for case in BINARY_OPS]
 TOL = {np.dtype(np.float32): dict(rtol=1e-6, atol=1e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-12)}
 
 
@@ -41,13 +44,14 @@ A = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 B = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]])
 
 
-@pytest.mark.parametrize("name, op, fn, ref", BINARY_OPS, ids=BINARY_IDS)
+@pytest.mark.parametrize("name, op, fn, ref", BINARY_PARAMS)
 def test_operator_and_function_match_numpy(name, op, fn, ref):
     a, b = Tensor(A), Tensor(B)
     assert_tensor_matches(op(a, b), ref(A, B))
     assert_tensor_matches(fn(a, b), ref(A, B))
 
 
+@pytest.mark.exercise("arithmetic")
 def test_known_values():
     a, b = Tensor([1.0, 2.0, 3.0]), Tensor([4.0, 5.0, 6.0])
     np.testing.assert_array_equal((a + b).numpy(), [5, 7, 9])
@@ -58,7 +62,7 @@ def test_known_values():
     np.testing.assert_array_equal((-a).numpy(), [-1, -2, -3])
 
 
-@pytest.mark.parametrize("name, op, fn, ref", BINARY_OPS, ids=BINARY_IDS)
+@pytest.mark.parametrize("name, op, fn, ref", BINARY_PARAMS)
 def test_operators_do_not_modify_their_inputs(name, op, fn, ref):
     a_data, b_data = A.copy(), B.copy()
     a, b = Tensor(a_data), Tensor(b_data)
@@ -69,6 +73,7 @@ def test_operators_do_not_modify_their_inputs(name, op, fn, ref):
     np.testing.assert_array_equal(b.numpy(), B)
 
 
+@pytest.mark.exercise("arithmetic")
 def test_result_is_a_new_array():
     a = Tensor(A.copy())
     out = a + 0.0
@@ -76,6 +81,7 @@ def test_result_is_a_new_array():
     np.testing.assert_array_equal(a.numpy(), A)
 
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
 def test_unary_minus_and_neg(dtype):
     x = np.array([[1, -2], [0, 3]], dtype=dtype)
@@ -88,6 +94,7 @@ def test_unary_minus_and_neg(dtype):
 X = np.array([0.5, 1.0, 2.0, 4.0], dtype=np.float32)
 
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("expr, expected", [
     (lambda t: t + 2, X + np.float32(2)),
     (lambda t: 2 + t, np.float32(2) + X),
@@ -105,6 +112,7 @@ def test_python_numbers_on_either_side(expr, expected):
     assert_tensor_matches(expr(Tensor(X)), expected)
 
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("expr", [
     lambda t: t * 0.1, lambda t: 0.1 * t, lambda t: t + 1, lambda t: 1 - t, lambda t: t / 3,
@@ -118,6 +126,7 @@ def test_python_number_keeps_the_float_tensor_dtype(dtype, expr):
     np.testing.assert_array_equal(out.numpy(), expr(x))
 
 
+@pytest.mark.exercise("arithmetic")
 def test_float64_tensor_with_python_number_is_exact():
     x = np.array([1.0, 3.0, 1e-300])
     np.testing.assert_array_equal((Tensor(x) * 0.1).numpy(), x * 0.1)
@@ -125,6 +134,7 @@ def test_float64_tensor_with_python_number_is_exact():
     np.testing.assert_array_equal((1 / 3 - Tensor(x)).numpy(), 1 / 3 - x)
 
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("expr", [lambda t: t + 1, lambda t: 1 + t, lambda t: t * 2, lambda t: t - 1,
                                   lambda t: t ** 2], ids=["t+1", "1+t", "t*2", "t-1", "t**2"])
 def test_integer_tensor_with_python_int_stays_integer(expr):
@@ -134,17 +144,20 @@ def test_integer_tensor_with_python_int_stays_integer(expr):
     np.testing.assert_array_equal(out.numpy(), expr(ids))
 
 
+@pytest.mark.exercise("arithmetic")
 def test_integer_tensors_divide_to_floats():
     out = Tensor(np.array([1, 2, 3])) / Tensor(np.array([2, 2, 2]))
     assert out.dtype.kind == "f"
     np.testing.assert_allclose(out.numpy(), [0.5, 1.0, 1.5])
 
 
+@pytest.mark.exercise("arithmetic")
 def test_integer_tensors_add_as_integers():
     out = Tensor(np.array([1, 2])) + Tensor(np.array([10, 20]))
     assert_tensor_matches(out, np.array([11, 22]))
 
 
+@pytest.mark.exercise("arithmetic")
 def test_mixed_float_dtypes_promote_like_numpy():
     a32 = np.array([1.5, 2.5], dtype=np.float32)
     b64 = np.array([0.1, 0.2])
@@ -154,6 +167,7 @@ def test_mixed_float_dtypes_promote_like_numpy():
 
 # --- numpy arrays on the left still give a Tensor --------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow],
                          ids=["add", "sub", "mul", "div", "pow"])
 def test_numpy_array_on_the_left_gives_a_tensor(op):
@@ -162,6 +176,7 @@ def test_numpy_array_on_the_left_gives_a_tensor(op):
     assert_tensor_matches(op(left, Tensor(right)), op(left, right))
 
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("scalar", [np.float64(2.0), np.float32(2.0)])
 def test_numpy_scalar_on_the_left_gives_a_tensor(scalar):
     out = scalar * Tensor(X)
@@ -207,11 +222,12 @@ def _broadcast_test(name, op, fn, ref):
     return check
 
 
-@pytest.mark.parametrize("name, op, fn, ref", BINARY_OPS, ids=BINARY_IDS)
+@pytest.mark.parametrize("name, op, fn, ref", BINARY_PARAMS)
 def test_broadcasting_matches_numpy(name, op, fn, ref):
     _broadcast_test(name, op, fn, ref)()
 
 
+@pytest.mark.exercise("arithmetic")
 @pytest.mark.parametrize("shape_a, shape_b, shape_out", [
     ((2, 3), (3,), (2, 3)),
     ((2, 1), (1, 3), (2, 3)),
@@ -256,12 +272,12 @@ def _mismatch_test(name, op, fn):
     return check
 
 
-@pytest.mark.parametrize("name, op, fn, ref", BINARY_OPS, ids=BINARY_IDS)
+@pytest.mark.parametrize("name, op, fn, ref", BINARY_PARAMS)
 def test_non_broadcastable_shapes_raise_value_error_naming_op_and_shapes(name, op, fn, ref):
     _mismatch_test(name, op, fn)()
 
 
-@pytest.mark.parametrize("name, op, fn, ref", BINARY_OPS, ids=BINARY_IDS)
+@pytest.mark.parametrize("name, op, fn, ref", BINARY_PARAMS)
 def test_shape_error_is_raised_before_any_result_is_built(name, op, fn, ref, recorded_ops):
     a, b = Tensor(np.ones((2, 3))), Tensor(np.ones((4, 3)))
     op(Tensor(np.ones((2, 3))), Tensor(np.ones((1, 3))))
@@ -284,6 +300,7 @@ UNARY = [
 ]
 
 
+@pytest.mark.exercise("elementwise")
 @pytest.mark.parametrize("name, fn, ref, elements", UNARY, ids=[u[0] for u in UNARY])
 def test_elementwise_functions_match_numpy(name, fn, ref, elements):
     @settings(max_examples=25, deadline=None)
@@ -298,6 +315,7 @@ def test_elementwise_functions_match_numpy(name, fn, ref, elements):
     check()
 
 
+@pytest.mark.exercise("elementwise")
 def test_elementwise_known_values():
     np.testing.assert_allclose(Tensor([0.0, 1.0]).exp().numpy(), [1.0, np.e], rtol=1e-6)
     np.testing.assert_allclose(Tensor([1.0, np.e]).log().numpy(), [0.0, 1.0], rtol=1e-6, atol=1e-7)
@@ -310,6 +328,7 @@ def test_elementwise_known_values():
 COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
 
 
+@pytest.mark.exercise("as-array")
 @pytest.mark.parametrize("op", COMPARISONS, ids=["lt", "le", "gt", "ge", "eq", "ne"])
 def test_comparisons_give_bool_tensors_without_gradient(op):
     a = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])

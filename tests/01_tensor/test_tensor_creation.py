@@ -4,6 +4,8 @@ import pytest
 
 from tinytorch.core.tensor import Tensor
 
+pytestmark = pytest.mark.exercise("as-array")
+
 FLOAT32 = np.dtype(np.float32)
 FLOAT64 = np.dtype(np.float64)
 

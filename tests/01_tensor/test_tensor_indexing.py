@@ -7,6 +7,8 @@ from hypothesis import given, settings
 
 from tinytorch.core.tensor import Tensor, getitem, masked_fill
 
+pytestmark = pytest.mark.exercise("indexing")
+
 
 def names_shape(message, shape):
     "The error message names `shape`, written as a tuple or a list."

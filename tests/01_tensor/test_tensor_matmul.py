@@ -7,6 +7,8 @@ from hypothesis import given, settings
 
 from tinytorch.core.tensor import Tensor, matmul
 
+pytestmark = pytest.mark.exercise("matmul")
+
 
 def names_shape(message, shape):
     "The error message names `shape`, written as a tuple or a list."

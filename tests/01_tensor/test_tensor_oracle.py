@@ -19,6 +19,7 @@ def same(ours, theirs):
     np.testing.assert_allclose(ours.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.exercise("matmul")
 @pytest.mark.parametrize("shape_a, shape_b", [
     ((2, 3), (3, 4)), ((5, 1, 2, 3), (4, 3, 6)), ((3,), (2, 3, 4)), ((2, 4, 3), (3,)), ((3,), (3,)),
     ((2, 3), (4, 3, 5)),
@@ -28,6 +29,7 @@ def test_matmul_like_torch(shape_a, shape_b):
     same(Tensor(a) @ Tensor(b), torch.from_numpy(a) @ torch.from_numpy(b))
 
 
+@pytest.mark.exercise("shape-ops")
 @pytest.mark.parametrize("dims", [(), (0, 2), (1, -1), (-3, -2), (3, 0)])
 def test_transpose_like_torch(dims):
     x = RNG.standard_normal((2, 3, 4, 5))
@@ -35,12 +37,14 @@ def test_transpose_like_torch(dims):
     same(Tensor(x).transpose(*dims), expected)
 
 
+@pytest.mark.exercise("shape-ops")
 @pytest.mark.parametrize("dims", [(0, 2, 1, 3), (3, 2, 1, 0), (-1, 0, -2, 1), (1, 3, 0, 2)])
 def test_permute_like_torch(dims):
     x = RNG.standard_normal((2, 3, 4, 5))
     same(Tensor(x).permute(*dims), torch.from_numpy(x).permute(*dims))
 
 
+@pytest.mark.exercise("reductions")
 @pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (-1, 1)])
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reductions_like_torch(axis, keepdims):
@@ -52,6 +56,7 @@ def test_reductions_like_torch(axis, keepdims):
     same(Tensor(x).max(axis=axis, keepdims=keepdims), tx.amax(**dim, keepdim=keepdims))
 
 
+@pytest.mark.exercise("indexing")
 @pytest.mark.parametrize("mask_shape", [(2, 3, 4), (4,), (3, 1), (1, 1, 4)])
 def test_masked_fill_like_torch(mask_shape):
     x = RNG.standard_normal((2, 3, 4))
@@ -59,6 +64,7 @@ def test_masked_fill_like_torch(mask_shape):
     same(Tensor(x).masked_fill(mask, -1e9), torch.from_numpy(x).masked_fill(torch.from_numpy(mask), -1e9))
 
 
+@pytest.mark.exercise("indexing")
 def test_embedding_lookup_like_torch():
     weight = RNG.standard_normal((10, 3))
     ids = RNG.integers(0, 10, size=(2, 5))
@@ -66,6 +72,7 @@ def test_embedding_lookup_like_torch():
          torch.nn.functional.embedding(torch.from_numpy(ids), torch.from_numpy(weight)))
 
 
+@pytest.mark.exercise("elementwise")
 def test_elementwise_and_reflected_ops_like_torch():
     x = RNG.random((3, 4)) + 0.5
     t, tx = Tensor(x), torch.from_numpy(x)
@@ -80,6 +87,7 @@ def test_elementwise_and_reflected_ops_like_torch():
     same(t.tanh(), tx.tanh())
 
 
+@pytest.mark.exercise("shape-ops")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("dims", [(), (1,), (1, 2), (0, 1), (-3, -2), (2, 3), (0, -1), (3, 3)])
 def test_flatten_like_torch(dims, dtype):
@@ -89,6 +97,7 @@ def test_flatten_like_torch(dims, dtype):
     same(out, torch.from_numpy(x).flatten(*dims))
 
 
+@pytest.mark.exercise("shape-ops")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("shape, sizes", [((3, 1), (2, 3, 4)), ((3, 1), (-1, 4)), ((3, 1), (2, -1, 5)), ((4,), (3, 4)),
                                           ((), (2, 2)), ((2, 1, 3), (2, 5, 3)), ((1,), (1,))])
@@ -99,6 +108,7 @@ def test_expand_and_broadcast_to_like_torch(shape, sizes, dtype):
         same(Tensor(x).broadcast_to(sizes), torch.broadcast_to(torch.from_numpy(x), sizes))
 
 
+@pytest.mark.exercise("shape-ops")
 @pytest.mark.parametrize("shape, sizes", [((3, 1), (3, 2, 4)), ((3, 2), (3, 4)), ((2,), (-1, 2))])
 def test_expand_refuses_what_torch_refuses(shape, sizes):
     with pytest.raises(RuntimeError):
@@ -107,6 +117,7 @@ def test_expand_refuses_what_torch_refuses(shape, sizes):
         Tensor(np.zeros(shape)).expand(*sizes)
 
 
+@pytest.mark.exercise("shape-ops")
 @pytest.mark.parametrize("dims", [(4, 0), (2, 1), (0, -5)])
 def test_flatten_refuses_what_torch_refuses(dims):
     with pytest.raises((RuntimeError, IndexError)):
@@ -115,6 +126,7 @@ def test_flatten_refuses_what_torch_refuses(dims):
         Tensor(np.zeros((2, 3, 4))).flatten(*dims)
 
 
+@pytest.mark.exercise("elementwise")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_abs_T_and_protocols_like_torch(dtype):
     x = RNG.standard_normal((3, 4)).astype(dtype)

@@ -6,26 +6,31 @@ from tinytorch.core import tensor as tensor_module
 from tinytorch.core.tensor import KERNELS, Tensor, kernel
 
 
+@pytest.mark.exercise("as-array")
 @pytest.mark.parametrize("value, truth", [([1.0], True), ([0.0], False), (3, True), (0, False), ([[2.0]], True)])
 def test_bool_of_one_element_is_its_truth(value, truth):
     assert bool(Tensor(value)) is truth
 
 
+@pytest.mark.exercise("as-array")
 def test_bool_of_a_comparison_is_its_result_not_the_length():
     assert not bool(Tensor([1.0]) > 5)          # with len() as the truth this was True
     assert bool(Tensor([7.0]) > 5)
 
 
+@pytest.mark.exercise("as-array")
 @pytest.mark.parametrize("shape", [(2,), (2, 3), (0,)])
 def test_bool_of_several_or_no_elements_is_a_clear_error(shape):
     with pytest.raises(ValueError, match=r"truth value of a tensor of shape"):
         bool(Tensor(np.ones(shape)))
 
 
+@pytest.mark.exercise("as-array")
 def test_kernel_table_is_empty_until_module_07_fills_it():
     assert KERNELS == {}
 
 
+@pytest.mark.exercise("as-array")
 def test_a_kernel_in_the_table_replaces_the_plain_function_and_only_while_it_is_there(monkeypatch):
     @kernel("twice")
     def twice(x, factor=2):
@@ -41,6 +46,7 @@ def test_a_kernel_in_the_table_replaces_the_plain_function_and_only_while_it_is_
 
 # --- numpy and Python protocols, as on a torch tensor ------------------------------------------------------------
 
+@pytest.mark.exercise("as-array")
 def test_numpy_sees_the_numbers_not_an_object_array():
     t = Tensor(np.array([[1.5, -2.0], [0.0, 4.0]]))
     arr = np.asarray(t)
@@ -56,6 +62,7 @@ def test_numpy_sees_the_numbers_not_an_object_array():
     assert stacked.shape == (2, 2) and stacked.dtype == np.float32
 
 
+@pytest.mark.exercise("indexing")
 @pytest.mark.parametrize("value", [[2.5], [[2.5]], 2.5])
 def test_float_and_int_of_one_element(value):
     t = Tensor(value)
@@ -64,6 +71,7 @@ def test_float_and_int_of_one_element(value):
     assert float(Tensor(np.array([[1.0, 2.0]]))[0, 1]) == 2.0
 
 
+@pytest.mark.exercise("as-array")
 @pytest.mark.parametrize("convert", [float, int])
 @pytest.mark.parametrize("shape", [(2,), (2, 3), (0,)])
 def test_float_and_int_of_several_elements_is_a_clear_error(convert, shape):
@@ -71,6 +79,7 @@ def test_float_and_int_of_several_elements_is_a_clear_error(convert, shape):
         convert(Tensor(np.ones(shape)))
 
 
+@pytest.mark.exercise("as-array")
 def test_index_only_for_one_element_integer_tensors():
     import operator
     items = list(range(10))
@@ -81,6 +90,7 @@ def test_index_only_for_one_element_integer_tensors():
             operator.index(bad)
 
 
+@pytest.mark.exercise("elementwise")
 def test_abs_is_an_op_that_keeps_the_dtype():
     t = Tensor([-1.5, 0.0, 2.0])
     for result in (abs(t), t.abs()):
@@ -89,6 +99,7 @@ def test_abs_is_an_op_that_keeps_the_dtype():
     assert abs(Tensor(np.array([-3, 4]))).dtype == np.int64
 
 
+@pytest.mark.exercise("shape-ops")
 def test_T_transposes_a_matrix_and_leaves_vectors_and_scalars():
     m = Tensor(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(m.T.data, m.data.T)
@@ -100,6 +111,7 @@ def test_T_transposes_a_matrix_and_leaves_vectors_and_scalars():
 
 # --- .grad assignment --------------------------------------------------------------------------------------------
 
+@pytest.mark.exercise("as-array")
 def test_grad_accepts_a_tensor_of_the_same_shape_and_dtype_or_none():
     p = Tensor(np.zeros((2, 3)), requires_grad=True)
     g = Tensor(np.ones((2, 3)))
@@ -109,6 +121,7 @@ def test_grad_accepts_a_tensor_of_the_same_shape_and_dtype_or_none():
     assert p.grad is None
 
 
+@pytest.mark.exercise("as-array")
 @pytest.mark.parametrize("value, error", [
     (np.ones((2, 3)), TypeError), ([[1.0] * 3] * 2, TypeError), (1.0, TypeError),
     (Tensor(np.ones((3, 2))), ValueError), (Tensor(np.ones((2, 3), dtype=np.float32)), ValueError),

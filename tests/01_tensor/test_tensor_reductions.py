@@ -7,6 +7,8 @@ from hypothesis import given, settings
 
 from tinytorch.core.tensor import Tensor, reduce_max, reduce_mean, reduce_sum
 
+pytestmark = pytest.mark.exercise("reductions")
+
 REDUCTIONS = [("sum", reduce_sum, np.sum), ("mean", reduce_mean, np.mean), ("max", reduce_max, np.max)]
 REDUCTION_IDS = [r[0] for r in REDUCTIONS]
 

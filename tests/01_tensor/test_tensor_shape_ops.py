@@ -7,6 +7,8 @@ from hypothesis import given, settings
 
 from tinytorch.core.tensor import Tensor, permute, reshape, transpose
 
+pytestmark = pytest.mark.exercise("shape-ops")
+
 
 def names_shape(message, shape):
     "The error message names `shape`, written as a tuple or a list."

@@ -15,6 +15,7 @@ def one_line(excinfo):
     return message
 
 
+@pytest.mark.exercise("backward")
 @pytest.mark.parametrize("shape", [(2, 3), (3,), (2, 1)])
 def test_backward_on_a_non_scalar_needs_a_gradient(shape):
     out = leaf(np.ones(shape)) * 2.0
@@ -24,6 +25,7 @@ def test_backward_on_a_non_scalar_needs_a_gradient(shape):
     assert str(shape) in message and "gradient" in message
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 @pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
 def test_backward_on_a_single_element_implies_a_gradient_of_one(shape):
     x = leaf(np.full(shape, 2.0))
@@ -31,6 +33,7 @@ def test_backward_on_a_single_element_implies_a_gradient_of_one(shape):
     np.testing.assert_array_equal(x.grad.data, np.full(shape, 4.0))
 
 
+@pytest.mark.exercise("backward")
 @pytest.mark.parametrize("make", [
     lambda: Tensor(np.array(1.0)),
     lambda: Tensor(np.array([1.0, 2.0])).sum(),
@@ -42,6 +45,7 @@ def test_backward_on_a_tensor_that_does_not_require_grad(make):
     assert "require" in one_line(excinfo)
 
 
+@pytest.mark.exercise("backward")
 @pytest.mark.parametrize("out_shape, grad_shape", [((2, 3), (3, 2)), ((2, 3), (3,)), ((2, 3), (1, 3)),
                                                    ((), (1,)), ((3,), ())])
 def test_gradient_of_the_wrong_shape_names_both_shapes(out_shape, grad_shape):
@@ -53,6 +57,7 @@ def test_gradient_of_the_wrong_shape_names_both_shapes(out_shape, grad_shape):
     assert str(out_shape) in message and str(grad_shape) in message
 
 
+@pytest.mark.exercise("backward")
 def test_op_without_a_gradient_rule_is_named():
     x = leaf([1.0, 2.0])
     with pytest.raises(NotImplementedError) as excinfo:

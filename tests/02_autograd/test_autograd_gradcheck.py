@@ -36,11 +36,13 @@ def sum_probe(fn, x, eps=1e-6):
     return x.grad.data, numeric
 
 
+@pytest.mark.exercise("reduction-gradients")
 def test_passes_correct_rules_and_returns_true(rng):
     x, w, b = leaf(rng.normal(size=(2, 3))), leaf(rng.normal(size=(3, 4))), leaf(rng.normal(size=4))
     assert gradcheck(lambda x, w, b: (x @ w + b).tanh().mean(axis=0), [x, w, b]) is True
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_error_names_op_input_index_expected_and_received(monkeypatch, rng):
     "A mul rule that is wrong by +1 in one coordinate of its second input only."
     seen = {}
@@ -65,6 +67,7 @@ def test_error_names_op_input_index_expected_and_received(monkeypatch, rng):
     assert isinstance(excinfo.value, AssertionError)
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_catches_a_missing_gradient(monkeypatch, rng):
     right = GRADIENTS["mul"]
     monkeypatch.setitem(GRADIENTS, "mul", lambda grad, out, a, b: (right(grad, out, a, b)[0], None))
@@ -72,6 +75,7 @@ def test_catches_a_missing_gradient(monkeypatch, rng):
         gradcheck(lambda a, b: a * b, [leaf(rng.normal(size=(2, 2))), leaf(rng.normal(size=(2, 2)))])
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_checks_every_coordinate(monkeypatch, rng):
     "A rule wrong only at the last coordinate of a (3, 4) input is caught there."
     right = GRADIENTS["tanh"]
@@ -87,18 +91,21 @@ def test_checks_every_coordinate(monkeypatch, rng):
         gradcheck(lambda x: x.tanh(), [leaf(rng.normal(size=(3, 4)))])
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_refuses_float32_inputs(rng):
     x = leaf(rng.normal(size=(2, 2)), np.float32)
     with pytest.raises(TypeError, match="float64"):
         gradcheck(lambda x: x * 2.0, [x])
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_ignores_inputs_that_do_not_require_grad(rng):
     x, constant = leaf(rng.normal(size=(2, 3))), Tensor(rng.normal(size=(2, 3)).astype(np.float32))
     assert gradcheck(lambda x, c: x * c, [x, constant])
     assert constant.grad is None
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_leaves_inputs_and_their_grads_untouched(rng):
     x = leaf(rng.normal(size=(2, 3)))
     before = x.data.copy()
@@ -127,6 +134,7 @@ def softmax_backward_wrong(grad, out, x):
     return (s * (grad - grad.mean(axis=-1, keepdims=True)),)
 
 
+@pytest.mark.exercise("backward")
 def test_softmax_bug_hidden_by_a_sum_probe_is_caught(monkeypatch, rng):
     x = leaf(rng.normal(size=(3, 4)))
     monkeypatch.setitem(GRADIENTS, "softmax_under_test", softmax_backward)
@@ -139,6 +147,7 @@ def test_softmax_bug_hidden_by_a_sum_probe_is_caught(monkeypatch, rng):
         gradcheck(softmax, [x])
 
 
+@pytest.mark.exercise("backward")
 def test_transpose_permutation_bug_hidden_by_a_sum_probe_is_caught(monkeypatch, rng):
     "A transpose rule that forgets to swap back: right numbers, wrong places; on a square input the shape fits."
     x = leaf(rng.normal(size=(3, 3)))
@@ -149,6 +158,7 @@ def test_transpose_permutation_bug_hidden_by_a_sum_probe_is_caught(monkeypatch, 
         gradcheck(lambda x: x.transpose(), [x])
 
 
+@pytest.mark.exercise("backward")
 def test_matmul_missing_transpose_is_caught(monkeypatch, rng):
     "grad @ B instead of grad @ B.T: with square operands the shapes fit, and only values can tell."
     monkeypatch.setitem(GRADIENTS, "matmul", lambda grad, out, a, b: (grad @ b.data, a.data.T @ grad))

@@ -16,6 +16,7 @@ def leaf(data, dtype=np.float64):
 
 # --- shared nodes, diamonds, skip connections --------------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_node_used_twice_gets_both_contributions():
     a = leaf([3.0, -1.5, 0.25])
     b = a + a
@@ -25,6 +26,7 @@ def test_node_used_twice_gets_both_contributions():
     np.testing.assert_array_equal(a.grad.data, 8 * a.data)
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_scalar_node_used_twice():
     a = leaf(3.0)
     c = (a + a) * (a + a)
@@ -32,6 +34,7 @@ def test_scalar_node_used_twice():
     assert c.item() == 36.0 and a.grad.item() == 24.0
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_diamond_graph(rule_calls):
     a = leaf([0.5, -1.0, 2.0])
     left, right = a * 2.0, a.exp()              # two paths from a to d
@@ -42,11 +45,13 @@ def test_diamond_graph(rule_calls):
     assert rule_calls == Counter({"mul": 2, "exp": 1})
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_diamond_through_a_shared_interior_node(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(rng.normal(size=(3, 3)))
     assert gradcheck(lambda x, w: (lambda h: h.tanh() * h.exp() - h)(x @ w), [x, w])
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_interior_node_first_then_its_input():
     "f(x) + x: the input after the subgraph that uses it. This order works."
     x = leaf([0.5, -1.0, 2.0])
@@ -54,6 +59,7 @@ def test_interior_node_first_then_its_input():
     np.testing.assert_allclose(x.grad.data, np.exp(x.data) + 1, rtol=1e-14)
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_skip_connection_input_first():
     "x + f(x): the input before the subgraph that uses it (every residual block, every `x - x.mean()`)."
     x = leaf([0.5, -1.0, 2.0])
@@ -61,6 +67,7 @@ def test_skip_connection_input_first():
     np.testing.assert_allclose(x.grad.data, 1 + np.exp(x.data), rtol=1e-14)
 
 
+@pytest.mark.exercise("reduction-gradients")
 def test_centering_uses_the_mean_gradient(rng):
     "x - x.mean(): its gradient is upstream minus its mean (so it sums to zero), not the upstream itself."
     x, upstream = leaf(rng.normal(size=5)), rng.normal(size=5)
@@ -79,6 +86,7 @@ def residual_chain(x, w):
     return x
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_residual_chain_runs_each_rule_once_per_node(rule_calls, recorded_nodes, rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(0.3 * rng.normal(size=(3, 3)))
     out = residual_chain(x, w)
@@ -87,11 +95,13 @@ def test_residual_chain_runs_each_rule_once_per_node(rule_calls, recorded_nodes,
     assert rule_calls == Counter(recorded_nodes)   # 12 of each, not one per path (2**12 = 4096 for the last add)
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_residual_chain_gradient(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(0.3 * rng.normal(size=(3, 3)))
     assert gradcheck(residual_chain, [x, w])
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_elementwise_residual_chain_matches_the_chain_rule(rng):
     x0, upstream = rng.normal(size=4), rng.normal(size=4)
     x = leaf(x0)
@@ -107,6 +117,7 @@ def test_elementwise_residual_chain_matches_the_chain_rule(rng):
     np.testing.assert_allclose(x.grad.data, expected, rtol=1e-12)
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_rules_run_only_where_a_gradient_is_needed(rule_calls):
     x = leaf([1.0, 2.0])
     constant = (Tensor(np.array([3.0, 4.0])) * 2.0).exp()   # no input requires grad: no node, no rule call
@@ -117,6 +128,7 @@ def test_rules_run_only_where_a_gradient_is_needed(rule_calls):
 
 # --- a 10,000-op chain: no recursion, linear work ---------------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_ten_thousand_op_chain(rule_calls):
     x = leaf(1.0)
     out = x
@@ -130,6 +142,7 @@ def test_ten_thousand_op_chain(rule_calls):
 
 # --- accumulation into leaves ------------------------------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_two_backward_calls_accumulate_into_leaves():
     x = leaf([1.0, -2.0, 3.0])
     (x * 2.0).backward(np.ones(3))
@@ -137,6 +150,7 @@ def test_two_backward_calls_accumulate_into_leaves():
     np.testing.assert_array_equal(x.grad.data, 2.0 + 2 * x.data)
 
 
+@pytest.mark.exercise("reduction-gradients")
 def test_second_backward_on_the_same_graph_adds_the_same_gradient_again(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(rng.normal(size=(3,)))
     loss = ((x * w).tanh() @ w).sum()
@@ -147,6 +161,7 @@ def test_second_backward_on_the_same_graph_adds_the_same_gradient_again(rng):
     np.testing.assert_allclose(w.grad.data, 2 * first_w, rtol=1e-15)
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_clearing_grad_starts_afresh():
     x = leaf([1.0, 2.0])
     (x * 3.0).backward(np.ones(2))
@@ -155,6 +170,7 @@ def test_clearing_grad_starts_afresh():
     np.testing.assert_array_equal(x.grad.data, [5.0, 5.0])
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_grad_is_not_an_alias_of_the_gradient_argument():
     x = leaf([1.0, 2.0])
     upstream = np.array([0.5, -1.0])
@@ -164,6 +180,7 @@ def test_grad_is_not_an_alias_of_the_gradient_argument():
     np.testing.assert_array_equal(x.grad.data, [1.0, -2.0])
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_backward_accepts_a_tensor_gradient():
     x = leaf([1.0, 2.0])
     (x * 3.0).backward(Tensor(np.array([1.0, -1.0])))
@@ -172,6 +189,7 @@ def test_backward_accepts_a_tensor_gradient():
 
 # --- no_grad --------------------------------------------------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_no_grad_records_no_graph():
     w = leaf([1.0, 2.0])
     with no_grad():
@@ -186,6 +204,7 @@ def test_no_grad_records_no_graph():
     np.testing.assert_array_equal(x.grad.data, y.data)
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_no_grad_leaves_leaves_alone():
     w = leaf([1.0])
     with no_grad():
@@ -194,6 +213,7 @@ def test_no_grad_leaves_leaves_alone():
     assert (w * 2.0).requires_grad
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_no_grad_nesting_restores_state():
     w = leaf([1.0, 2.0])
     with no_grad():
@@ -203,6 +223,7 @@ def test_no_grad_nesting_restores_state():
     assert (w * 2.0).requires_grad
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_no_grad_restores_state_after_an_exception():
     w = leaf([1.0, 2.0])
     with pytest.raises(ZeroDivisionError):
@@ -216,6 +237,7 @@ def test_no_grad_restores_state_after_an_exception():
 
 # --- detach -------------------------------------------------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_detach_shares_data_and_has_no_grad():
     x = leaf([1.0, 2.0, 3.0])
     x.grad = Tensor(np.ones(3))
@@ -227,6 +249,7 @@ def test_detach_shares_data_and_has_no_grad():
     assert x.data[0] == 10.0
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_detach_stops_the_gradient():
     x = leaf([1.0, 2.0, 3.0])
     (x.detach() * x).backward(np.ones(3))      # d/dx (c · x) with c = x held constant
@@ -241,6 +264,7 @@ BROADCAST_PAIRS = [((3, 1), (1, 4)), ((4,), (2, 3, 4)), ((), (2, 3)), ((2, 3), (
                    ((2, 1, 4), (3, 1)), ((1,), ())]
 
 
+@pytest.mark.exercise("elementwise-gradients")
 @pytest.mark.parametrize("shape_a, shape_b", BROADCAST_PAIRS)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow"])
 def test_grad_shape_equals_data_shape_after_broadcasting(op, shape_a, shape_b, rng):
@@ -259,6 +283,7 @@ def _sum_to(grad, shape):
     return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True).reshape(shape)
 
 
+@pytest.mark.exercise("matmul-gradient")
 def test_grad_shape_after_batch_matmul_broadcast(rng):
     a, b = leaf(rng.normal(size=(5, 1, 2, 3))), leaf(rng.normal(size=(4, 3, 2)))
     out = a @ b
@@ -266,6 +291,7 @@ def test_grad_shape_after_batch_matmul_broadcast(rng):
     assert out.shape == (5, 4, 2, 2) and a.grad.shape == (5, 1, 2, 3) and b.grad.shape == (4, 3, 2)
 
 
+@pytest.mark.exercise("reduction-gradients")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_grad_dtype_equals_leaf_dtype(dtype, rng):
     x, w = leaf(rng.normal(size=(2, 3)), dtype), leaf(rng.normal(size=(3, 2)), dtype)
@@ -275,6 +301,7 @@ def test_grad_dtype_equals_leaf_dtype(dtype, rng):
     assert x.grad.dtype == dtype and w.grad.dtype == dtype
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_float32_leaf_keeps_float32_grad_when_mixed_with_float64(rng):
     x32 = leaf(rng.normal(size=3), np.float32)
     y64 = leaf(rng.normal(size=3), np.float64)
@@ -283,6 +310,7 @@ def test_float32_leaf_keeps_float32_grad_when_mixed_with_float64(rng):
     assert x32.grad.dtype == np.float32 and y64.grad.dtype == np.float64
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_float32_root_with_a_float64_gradient_argument_keeps_float32(rng):
     x = leaf(rng.normal(size=3), np.float32)
     (x * 2.0).backward(rng.normal(size=3))      # float64 upstream
@@ -291,6 +319,7 @@ def test_float32_root_with_a_float64_gradient_argument_keeps_float32(rng):
 
 # --- integer tensors never require grad ------------------------------------------------------------------------------
 
+@pytest.mark.exercise("arithmetic-gradients")
 @pytest.mark.parametrize("data", [np.arange(3), np.arange(3, dtype=np.int32), np.array([True, False]),
                                   np.arange(3, dtype=np.uint8)])
 def test_integer_and_bool_tensors_cannot_require_grad(data):
@@ -299,11 +328,13 @@ def test_integer_and_bool_tensors_cannot_require_grad(data):
     assert not Tensor(data).requires_grad
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_integer_results_do_not_require_grad():
     i = Tensor(np.array([1, 2, 3]))
     assert not (i + i).requires_grad and not (i * 2).requires_grad and not i.sum().requires_grad
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_integer_operand_gets_no_grad_and_the_float_one_does():
     i = Tensor(np.array([1, 2, 3]))
     x = leaf([0.5, -1.0, 2.0])
@@ -314,6 +345,7 @@ def test_integer_operand_gets_no_grad_and_the_float_one_does():
     np.testing.assert_array_equal(x.grad.data, [1.0, 2.0, -3.0])
 
 
+@pytest.mark.exercise("shape-gradients")
 def test_index_tensor_gets_no_grad():
     idx = Tensor(np.array([2, 2, 0]))
     table = leaf(np.arange(6.0).reshape(3, 2))
@@ -322,6 +354,7 @@ def test_index_tensor_gets_no_grad():
     np.testing.assert_array_equal(table.grad.data, [[1, 1], [0, 0], [2, 2]])
 
 
+@pytest.mark.exercise("arithmetic-gradients")
 def test_comparisons_do_not_require_grad():
     x = leaf([1.0, -1.0])
     assert not (x > 0).requires_grad and not (x == x).requires_grad and not (x <= 0.5).requires_grad

@@ -176,27 +176,36 @@ CASES = [
 ]
 IDS = [case.name for case in CASES]
 assert len(set(IDS)) == len(IDS), "case names must be unique (they seed the inputs)"
+EXERCISE = {  # the exercise that writes each op's gradient rule
+    **dict.fromkeys(["add", "sub", "mul", "div", "neg"], "arithmetic-gradients"),
+    **dict.fromkeys(["pow", "exp", "log", "sqrt", "tanh", "abs"], "elementwise-gradients"),
+    "matmul": "matmul-gradient", **dict.fromkeys(["sum", "mean", "max"], "reduction-gradients"),
+    **dict.fromkeys(["reshape", "transpose", "permute", "flatten", "broadcast_to", "getitem", "masked_fill"],
+                    "shape-gradients"),
+}
+PARAMS = [pytest.param(case, id=case.name, marks=pytest.mark.exercise(EXERCISE[case.op])) for case in CASES]
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_gradient_matches_central_differences(case):
     assert gradcheck(case.fn, case.make_inputs()) is True
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_case_records_exactly_its_op(case, recorded_nodes):
     "Each case exercises the op it claims to, and nothing else (so the table is a per-op table)."
     case.fn(*case.make_inputs())
     assert recorded_nodes == [case.op]
 
 
+@pytest.mark.exercise("backward")
 def test_table_covers_every_module_01_op():
     assert {case.op for case in CASES} == MODULE_01_OPS
     assert MODULE_01_OPS <= set(GRADIENTS)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_gradient_has_shape_and_dtype_of_its_input(case, dtype, rng):
     inputs = case.make_inputs(dtype)
     out = case.fn(*inputs)
@@ -210,7 +219,7 @@ def test_gradient_has_shape_and_dtype_of_its_input(case, dtype, rng):
 
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_rule_returns_gradients_in_the_input_dtype(case, monkeypatch, rng):
     """In float32 every rule hands back float32 gradients (no silent upcast to float64 inside backward, which would
     double the memory and time of the backward pass of a float32 model)."""
@@ -231,6 +240,7 @@ def test_rule_returns_gradients_in_the_input_dtype(case, monkeypatch, rng):
 
 # --- points the random table does not reach ------------------------------------------------------------------------
 
+@pytest.mark.exercise("reduction-gradients")
 def test_max_splits_the_gradient_evenly_between_ties():
     "Ties share the upstream gradient equally (as torch.amax does), so it still sums to the upstream gradient."
     x = Tensor(np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0], [5.0, 0.0, 1.0]]), requires_grad=True)
@@ -238,6 +248,7 @@ def test_max_splits_the_gradient_evenly_between_ties():
     np.testing.assert_allclose(x.grad.data, [[0, 0.5, 0.5], [1, 1, 1], [-2, 0, 0]], rtol=1e-15)
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_pow_exponent_gradient_at_a_zero_base():
     "d(0**y)/dy = 0 for y > 0: the function is the constant 0 there."
     base = Tensor(np.array([0.0, 1.5]))
@@ -246,6 +257,7 @@ def test_pow_exponent_gradient_at_a_zero_base():
     np.testing.assert_allclose(exponent.grad.data, [0.0, 1.5 ** 0.5 * np.log(1.5)], rtol=1e-14)
 
 
+@pytest.mark.exercise("elementwise-gradients")
 def test_pow_zero_exponent_gradient_at_a_zero_base():
     "x**0 is the constant 1, so its gradient is 0 everywhere, x = 0 included."
     x = Tensor(np.array([0.0, 2.0]), requires_grad=True)

@@ -132,6 +132,7 @@ def _expression(param):
 IDS = [_expression(e).name for e in EXPRESSIONS]
 
 
+@pytest.mark.exercise("reduction-gradients")
 @pytest.mark.parametrize("expression", EXPRESSIONS, ids=IDS)
 def test_forward_and_all_gradients_match_torch(expression, rng):
     arrays = expression.arrays()
@@ -153,6 +154,7 @@ def test_forward_and_all_gradients_match_torch(expression, rng):
 NEW_OP_EXPRESSIONS = [e for e in EXPRESSIONS if any(w in e.name for w in ("abs", "flatten"))]
 
 
+@pytest.mark.exercise("elementwise-gradients")
 @pytest.mark.parametrize("expression", NEW_OP_EXPRESSIONS, ids=[e.name for e in NEW_OP_EXPRESSIONS])
 def test_float32_forward_and_gradients_match_torch(expression):
     "The same expressions in float32: values and gradients stay float32 and agree with PyTorch's float32 to rounding."
@@ -170,6 +172,7 @@ def test_float32_forward_and_gradients_match_torch(expression):
         np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"input {i}")
 
 
+@pytest.mark.exercise("reduction-gradients")
 def test_expressions_use_every_module_01_op(recorded_nodes):
     for e in map(_expression, EXPRESSIONS):
         e.fn(Ours, *[Tensor(a, requires_grad=True) for a in e.arrays()])

@@ -22,15 +22,18 @@ def away_from_zero(t, margin=1e-3):
     return t
 
 
+@pytest.mark.exercise("linear")
 @pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (4,)])
 def test_linear_gradients(leaf, shape):
     check_module(Linear(4, 3), leaf(*shape))
 
 
+@pytest.mark.exercise("linear")
 def test_linear_without_bias_gradients(leaf):
     check_module(Linear(4, 2, bias=False), leaf(2, 3, 4))
 
 
+@pytest.mark.exercise("linear")
 def test_linear_is_one_op_and_skips_the_input_gradient_when_not_needed(leaf, rng):
     w, b = leaf(4, 3), leaf(3)
     x = Tensor(rng.normal(size=(2, 5, 4)))                                   # a constant input
@@ -45,36 +48,43 @@ def test_linear_is_one_op_and_skips_the_input_gradient_when_not_needed(leaf, rng
     np.testing.assert_allclose(b.grad.data, upstream.sum(axis=(0, 1)), rtol=1e-12)
 
 
+@pytest.mark.exercise("activations")
 @pytest.mark.parametrize("fn", [relu, sigmoid, gelu, ReLU(), Sigmoid(), GELU(), Tanh()],
                          ids=["relu", "sigmoid", "gelu", "ReLU", "Sigmoid", "GELU", "Tanh"])
 def test_activation_gradients(leaf, fn):
     assert gradcheck(fn, [away_from_zero(leaf(2, 3, 4, scale=2.0))])
 
 
+@pytest.mark.exercise("activations")
 def test_gelu_and_sigmoid_gradients_for_large_inputs(leaf):
     x = leaf(3, 4, scale=6.0)
     assert gradcheck(gelu, [x]) and gradcheck(sigmoid, [x])
 
 
+@pytest.mark.exercise("softmax")
 @pytest.mark.parametrize("dim", [-1, 0, 1, 2])
 @pytest.mark.parametrize("fn", [softmax, log_softmax])
 def test_softmax_gradients(leaf, fn, dim):
     assert gradcheck(lambda x: fn(x, dim=dim), [leaf(2, 3, 4, scale=3.0)])
 
 
+@pytest.mark.exercise("softmax")
 def test_softmax_module_gradient(leaf):
     assert gradcheck(Softmax(dim=1), [leaf(2, 3, 4)])
 
 
+@pytest.mark.exercise("embedding")
 def test_embedding_gradient_with_repeated_ids():
     ids = np.array([[0, 2, 2, 5], [5, 5, 1, 0]])
     check_module(Embedding(6, 3), ids)
 
 
+@pytest.mark.exercise("embedding")
 def test_embedding_gradient_with_integer_tensor_ids():
     check_module(Embedding(4, 2), Tensor(np.array([3, 3, 3, 0])))
 
 
+@pytest.mark.exercise("layer-norm")
 @pytest.mark.parametrize("shape", [(4, 5), (2, 3, 5), (5,)])
 def test_layer_norm_gradients(leaf, rng, shape):
     ln = LayerNorm(5)
@@ -84,11 +94,13 @@ def test_layer_norm_gradients(leaf, rng, shape):
     check_module(ln, leaf(*shape, scale=3.0))
 
 
+@pytest.mark.exercise("layer-norm")
 def test_layer_norm_functional_gradients(leaf):
     x, w, b = leaf(3, 6), leaf(6), leaf(6)
     assert gradcheck(lambda x, w, b: layer_norm(x, w, b, eps=1e-3), [x, w, b])
 
 
+@pytest.mark.exercise("dropout")
 def test_dropout_gradient_is_mask_over_keep_probability(leaf):
     x = leaf(4, 5)
     drop = Dropout(0.3, rng=np.random.default_rng(1))
@@ -99,11 +111,13 @@ def test_dropout_gradient_is_mask_over_keep_probability(leaf):
     assert np.allclose(x.grad.data, (y.data != 0) / 0.7)
 
 
+@pytest.mark.exercise("layer-norm")
 def test_sequential_mlp_gradients(leaf):
     model = Sequential(Linear(3, 6), GELU(), LayerNorm(6), Linear(6, 4), Tanh(), Linear(4, 2), Sigmoid())
     check_module(model, leaf(5, 3))
 
 
+@pytest.mark.exercise("layer-norm")
 @pytest.mark.parametrize("op", ["linear", "relu", "sigmoid", "gelu", "softmax", "log_softmax", "embedding",
                                 "layer_norm"])
 def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
@@ -129,6 +143,7 @@ def test_fused_rules_are_registered_and_a_broken_one_is_caught(op, leaf):
     assert gradcheck(fn, inputs)
 
 
+@pytest.mark.exercise("activations")
 def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):
     v = rng.normal(size=(3, 50_001)) * 3                                     # 150,003 numbers: two chunks and a bit
     x = Tensor(v, requires_grad=True)
@@ -142,6 +157,7 @@ def test_gelu_of_a_large_input_matches_its_formula_and_derivative(rng):
     np.testing.assert_allclose(x.grad.data, upstream * derivative, rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.exercise("activations")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
     # no overflow, division by zero or invalid value anywhere, forward or backward, even at ±1e4

@@ -7,6 +7,7 @@ from tinytorch.core.layers import Embedding, LayerNorm, Linear, Sequential, cast
 from tinytorch.core.tensor import Tensor
 
 
+@pytest.mark.exercise("linear")
 def test_cast_is_an_op_whose_gradient_returns_in_the_input_dtype(rng):
     x = Tensor(rng.normal(size=(2, 3)), requires_grad=True)
     y = cast(x, np.float32)
@@ -19,6 +20,7 @@ def test_cast_is_an_op_whose_gradient_returns_in_the_input_dtype(rng):
     assert gradcheck(lambda t: cast(t, np.float64) * 3.0, [Tensor(rng.normal(size=(4,)), requires_grad=True)])
 
 
+@pytest.mark.exercise("layer-norm")
 @pytest.mark.parametrize("make", [lambda: Linear(6, 4), lambda: LayerNorm(6),
                                   lambda: Sequential(Linear(6, 5), LayerNorm(5), Linear(5, 2))])
 def test_a_float64_input_to_a_float32_layer_is_cast_and_its_gradient_comes_back_in_float64(rng, make):
@@ -40,6 +42,7 @@ def test_a_float64_input_to_a_float32_layer_is_cast_and_its_gradient_comes_back_
     assert all(p.grad.dtype == np.float32 for p in model.parameters())
 
 
+@pytest.mark.exercise("linear")
 def test_a_float32_input_to_a_float64_model_is_cast_up(rng):
     model = Linear(4, 2).to(np.float64)
     x = Tensor(rng.normal(size=(2, 4)).astype(np.float32), requires_grad=True)
@@ -49,6 +52,7 @@ def test_a_float32_input_to_a_float64_model_is_cast_up(rng):
     assert x.grad.dtype == np.float32
 
 
+@pytest.mark.exercise("layer-norm")
 @pytest.mark.parametrize("layer", [Linear(3, 2), LayerNorm(3)])
 @pytest.mark.parametrize("ids", [np.arange(6).reshape(2, 3), np.ones((2, 3), dtype=bool)])
 def test_integer_input_is_a_clear_error_with_advice_that_works(layer, ids):
@@ -59,6 +63,7 @@ def test_integer_input_is_a_clear_error_with_advice_that_works(layer, ids):
     assert layer(Tensor(ids.astype(np.float32))).dtype == np.float32      # the advice, followed, works
 
 
+@pytest.mark.exercise("layer-norm")
 @pytest.mark.parametrize("make, name", [(lambda: Linear(0, 2), "in_features"), (lambda: Linear(3, -1), "out_features"),
                                         (lambda: Linear(2.5, 2), "in_features"), (lambda: LayerNorm(0), "normalized_shape"),
                                         (lambda: Embedding(0, 4), "num_embeddings"), (lambda: Embedding(5, 0), "embedding_dim")])

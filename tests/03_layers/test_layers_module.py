@@ -28,6 +28,7 @@ class Net(Module):
         self.scale = 2.0
 
 
+@pytest.mark.exercise("dropout")
 def test_parameter_is_a_tensor_that_requires_grad():
     p = Parameter(np.zeros(3, dtype=np.float32))
     assert isinstance(p, Tensor) and p.requires_grad and p.dtype == np.float32
@@ -35,6 +36,7 @@ def test_parameter_is_a_tensor_that_requires_grad():
     assert repr(p).startswith("Parameter(")
 
 
+@pytest.mark.exercise("dropout")
 def test_named_parameters_walks_attributes_lists_tuples_and_dicts():
     names = [name for name, _ in Net().named_parameters()]
     assert names == [
@@ -51,12 +53,14 @@ def test_named_parameters_walks_attributes_lists_tuples_and_dicts():
     assert [p for _, p in net.named_parameters()] == net.parameters()
 
 
+@pytest.mark.exercise("dropout")
 def test_num_parameters_counts_every_number_once():
     d = 4
     expected = 7 * d + 2 * ((d * d + d) + d * d + 2 * d) + (d * 3 + 3) + d
     assert Net(d).num_parameters() == expected
 
 
+@pytest.mark.exercise("dropout")
 def test_shared_parameter_and_shared_module_listed_once():
     net = Net()
     net.blocks[1].attn.k_proj.weight = net.blocks[0].attn.k_proj.weight      # tied weight
@@ -68,12 +72,14 @@ def test_shared_parameter_and_shared_module_listed_once():
     assert not any(n.startswith("again.") for n in names)
 
 
+@pytest.mark.exercise("dropout")
 def test_reference_cycle_does_not_loop():
     net = Net()
     net.blocks[0].parent = net
     assert len(net.parameters()) == 14
 
 
+@pytest.mark.exercise("dropout")
 def test_train_eval_propagate_and_return_self():
     net = Net()
     assert net.eval() is net
@@ -83,6 +89,7 @@ def test_train_eval_propagate_and_return_self():
     assert net.train(False) is net and not net.heads[0].training
 
 
+@pytest.mark.exercise("dropout")
 def test_eval_switches_dropout_to_identity():
     model = Sequential(Linear(4, 4), Dropout(0.5))
     x = Tensor(np.ones((3, 4), dtype=np.float32))
@@ -91,6 +98,7 @@ def test_eval_switches_dropout_to_identity():
     assert np.array_equal(first, second)
 
 
+@pytest.mark.exercise("dropout")
 def test_to_converts_in_place_and_returns_self():
     net = Net()
     params = net.parameters()
@@ -104,6 +112,7 @@ def test_to_converts_in_place_and_returns_self():
         net.to(np.int64)
 
 
+@pytest.mark.exercise("layer-norm")
 def test_float64_model_runs_in_float64_end_to_end(rng):
     model = Sequential(Linear(3, 5), ReLU(), LayerNorm(5), Linear(5, 2)).to(np.float64)
     x = Tensor(rng.normal(size=(4, 3)), requires_grad=True)
@@ -113,6 +122,7 @@ def test_float64_model_runs_in_float64_end_to_end(rng):
     assert x.grad.dtype == np.float64 and all(p.grad.dtype == np.float64 for p in model.parameters())
 
 
+@pytest.mark.exercise("layer-norm")
 def test_float32_default_and_no_silent_promotion():
     model = Sequential(Linear(3, 5), LayerNorm(5))
     assert all(p.dtype == np.float32 for p in model.parameters())
@@ -120,6 +130,7 @@ def test_float32_default_and_no_silent_promotion():
     assert model(Tensor(np.ones((1, 3)))).dtype == np.float32          # float64 input: cast, not promoted
 
 
+@pytest.mark.exercise("linear")
 def test_zero_grad_clears_every_gradient():
     model = Sequential(Linear(3, 4), ReLU(), Linear(4, 1))
     model(Tensor(np.ones((2, 3), dtype=np.float32))).sum().backward()
@@ -128,6 +139,7 @@ def test_zero_grad_clears_every_gradient():
     assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.exercise("dropout")
 def test_state_dict_round_trip_copies():
     a, b = Net(), Net()
     state = a.state_dict()
@@ -143,6 +155,7 @@ def test_state_dict_round_trip_copies():
     assert b.embed.weight.data is not state["embed.weight"]
 
 
+@pytest.mark.exercise("dropout")
 def test_load_state_dict_errors_name_the_problem():
     net = Net()
     state = net.state_dict()
@@ -158,6 +171,7 @@ def test_load_state_dict_errors_name_the_problem():
     assert not np.all(net.heads[0].weight.data == 0)      # a failed load changes nothing
 
 
+@pytest.mark.exercise("linear")
 def test_sequential_indexing_len_names():
     model = Sequential(Linear(2, 3), ReLU(), Linear(3, 1))
     assert len(model) == 3 and isinstance(model[2], Linear) and isinstance(model[-1], Linear)
@@ -168,16 +182,19 @@ def test_sequential_indexing_len_names():
     assert np.array_equal(model(x).data, model[2](model[1](model[0](x))).data)
 
 
+@pytest.mark.exercise("linear")
 def test_nested_sequential_names():
     model = Sequential(Sequential(Linear(2, 2)), Linear(2, 1))
     assert [n for n, _ in model.named_parameters()] == ["0.0.weight", "0.0.bias", "1.weight", "1.bias"]
 
 
+@pytest.mark.exercise("module")
 def test_module_without_forward_is_a_clear_error():
     with pytest.raises(NotImplementedError, match="forward"):
         Module()(1)
 
 
+@pytest.mark.exercise("module")
 def test_call_runs_forward_with_arguments():
     class Add(Module):
         def forward(self, a, b=0, *, c=0):
@@ -185,6 +202,7 @@ def test_call_runs_forward_with_arguments():
     assert Add()(1, 2, c=3) == 6
 
 
+@pytest.mark.exercise("linear")
 def test_repr_shows_the_tree():
     text = repr(Sequential(Linear(2, 3), ReLU()))
     assert "Linear(in_features=2, out_features=3, bias=True)" in text and "(1): ReLU()" in text

@@ -33,6 +33,7 @@ def run_both(our_fn, torch_fn, x_array, rng):
     assert_close(ours_x.grad.data, torch_x.grad)
 
 
+@pytest.mark.exercise("activations")
 @pytest.mark.parametrize("name", ["relu", "sigmoid", "tanh", "gelu", "ReLU", "Sigmoid", "Tanh", "GELU"])
 def test_activations_match_torch(rng, name):
     ours = {"relu": relu, "sigmoid": sigmoid, "tanh": lambda t: t.tanh(), "gelu": gelu,
@@ -44,6 +45,7 @@ def test_activations_match_torch(rng, name):
     run_both(ours, theirs, x, rng)
 
 
+@pytest.mark.exercise("softmax")
 @pytest.mark.parametrize("dim", [-1, 0, 1])
 def test_softmax_and_log_softmax_match_torch(rng, dim):
     x = rng.normal(size=(3, 4, 5)) * 5
@@ -51,6 +53,7 @@ def test_softmax_and_log_softmax_match_torch(rng, dim):
     run_both(lambda t: log_softmax(t, dim=dim), lambda t: torch.log_softmax(t, dim=dim), x, rng)
 
 
+@pytest.mark.exercise("softmax")
 def test_softmax_and_log_softmax_match_torch_for_huge_logits(rng):
     x = np.array([[1e4, 0.0, -1e4], [-1e4, -1e4 + 1.0, -1e4 + 3.0], [5e3, 5e3, 5e3]])
     run_both(softmax, lambda t: torch.softmax(t, dim=-1), x, rng)
@@ -64,6 +67,7 @@ def copy_linear(ours, theirs):
             theirs.bias.copy_(torch.tensor(ours.bias.data))
 
 
+@pytest.mark.exercise("linear")
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_matches_torch(rng, bias):
     ours = Linear(4, 3, bias=bias).to(np.float64)
@@ -75,6 +79,7 @@ def test_linear_matches_torch(rng, bias):
         assert_close(ours.bias.grad.data, theirs.bias.grad)
 
 
+@pytest.mark.exercise("linear")
 def test_linear_default_init_has_torch_bounds():
     ours = Linear(256, 64)
     bound = 1 / np.sqrt(256)
@@ -85,6 +90,7 @@ def test_linear_default_init_has_torch_bounds():
     assert abs(ours.weight.data.std() - theirs.weight.detach().numpy().std()) < 0.05 * bound
 
 
+@pytest.mark.exercise("embedding")
 def test_embedding_matches_torch_with_repeated_ids(rng):
     ours = Embedding(11, 4).to(np.float64)
     theirs = torch.nn.Embedding(11, 4, dtype=torch.float64)
@@ -99,6 +105,7 @@ def test_embedding_matches_torch_with_repeated_ids(rng):
     assert_close(ours.weight.grad.data, theirs.weight.grad)
 
 
+@pytest.mark.exercise("layer-norm")
 @pytest.mark.parametrize("constant_row", [False, True])
 def test_layer_norm_matches_torch(rng, constant_row):
     ours = LayerNorm(6).to(np.float64)
@@ -116,6 +123,7 @@ def test_layer_norm_matches_torch(rng, constant_row):
     assert_close(ours.bias.grad.data, theirs.bias.grad)
 
 
+@pytest.mark.exercise("layer-norm")
 def test_sequential_mlp_matches_torch(rng):
     ours = Sequential(Linear(5, 8), GELU(), LayerNorm(8), Linear(8, 8), ReLU(), Linear(8, 3), Tanh()).to(np.float64)
     theirs = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.GELU(approximate="tanh"), torch.nn.LayerNorm(8),

@@ -21,6 +21,7 @@ def leaf(array):
 
 
 # --- cross_entropy: values ------------------------------------------------------------------------------------------
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("shape", [(1, 2), (5, 3), (2, 3, 7), (2, 2, 2, 4), (3,)])
 def test_cross_entropy_matches_reference(shape, rng):
     z = rng.normal(scale=3, size=shape)
@@ -28,10 +29,12 @@ def test_cross_entropy_matches_reference(shape, rng):
     assert np.isclose(cross_entropy(Tensor(z), y).item(), reference_cross_entropy(z, y), rtol=1e-12)
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_of_uniform_logits_is_log_num_classes():
     assert np.isclose(cross_entropy(Tensor(np.zeros((4, 10))), np.array([0, 3, 9, 2])).item(), np.log(10))
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_is_a_scalar_mean_over_all_positions(rng):
     z, y = rng.normal(size=(2, 3, 5)), rng.integers(0, 5, size=(2, 3))
     loss = cross_entropy(Tensor(z), y)
@@ -40,6 +43,7 @@ def test_cross_entropy_is_a_scalar_mean_over_all_positions(rng):
     assert np.isclose(loss.item(), np.mean(per_position))
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("scale", [1e2, 1e4, 1e6])
 def test_cross_entropy_is_finite_and_exact_for_huge_logits(dtype, scale):
@@ -55,6 +59,7 @@ def test_cross_entropy_is_finite_and_exact_for_huge_logits(dtype, scale):
     assert np.allclose(grad, np.array([[1, -1, 0], [-1, 0.5, 0.5]]) / 2, atol=1e-6)
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_keeps_the_logits_dtype(rng):
     z = rng.normal(size=(3, 4))
     y = np.array([0, 1, 3])
@@ -66,6 +71,7 @@ def test_cross_entropy_keeps_the_logits_dtype(rng):
         assert logits.grad.dtype == dtype
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("targets", [np.array([2, 0]), np.array([2, 0], dtype=np.int32), np.array([2, 0], dtype=np.uint8),
                                      Tensor(np.array([2, 0])), [2, 0]])
 def test_cross_entropy_accepts_integer_arrays_lists_and_tensors(targets):
@@ -73,6 +79,7 @@ def test_cross_entropy_accepts_integer_arrays_lists_and_tensors(targets):
     assert np.isclose(cross_entropy(Tensor(z), targets).item(), reference_cross_entropy(z, np.array([2, 0])))
 
 
+@pytest.mark.exercise("mse-loss")
 def test_loss_modules_call_the_functions(rng):
     z, y = rng.normal(size=(4, 3)), rng.integers(0, 3, size=4)
     assert CrossEntropyLoss()(Tensor(z), y).item() == cross_entropy(Tensor(z), y).item()
@@ -82,6 +89,7 @@ def test_loss_modules_call_the_functions(rng):
 
 
 # --- cross_entropy: gradients ------------------------------------------------------------------------------------------
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_gradient_is_softmax_minus_onehot_over_n(rng):
     z, y = rng.normal(size=(5, 4)), rng.integers(0, 4, size=5)
     logits = leaf(z)
@@ -92,12 +100,14 @@ def test_cross_entropy_gradient_is_softmax_minus_onehot_over_n(rng):
     np.testing.assert_allclose(logits.grad.data, 2.5 * expected / 5, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("shape", [(4, 5), (2, 3, 7), (1, 1, 2, 3), (6, 1)])
 def test_cross_entropy_gradcheck(shape, rng):
     y = rng.integers(0, shape[-1], size=shape[:-1])
     assert gradcheck(lambda z: cross_entropy(z, y), [leaf(rng.normal(scale=2, size=shape))])
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_gradcheck_inside_a_model_with_random_weighting(rng):
     "A random linear map in front of the loss: checks the gradient w.r.t. an input and a weight through the fused op."
     x, w = leaf(rng.normal(size=(3, 4))), leaf(rng.normal(size=(4, 5)))
@@ -105,6 +115,7 @@ def test_cross_entropy_gradcheck_inside_a_model_with_random_weighting(rng):
     assert gradcheck(lambda x, w: cross_entropy(x @ w, y), [x, w])
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_gradcheck_catches_a_wrong_rule(monkeypatch, rng):
     "The check above can fail: a rule that forgets the 1/N factor is caught."
     from tinytorch.core import autograd
@@ -115,6 +126,7 @@ def test_cross_entropy_gradcheck_catches_a_wrong_rule(monkeypatch, rng):
         gradcheck(lambda z: cross_entropy(z, np.array([0, 1, 2])), [leaf(rng.normal(size=(3, 4)))])
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_records_one_fused_node():
     logits = leaf(np.zeros((2, 3)))
     loss = cross_entropy(logits, np.array([0, 1]))
@@ -123,6 +135,7 @@ def test_cross_entropy_records_one_fused_node():
         assert not cross_entropy(logits, np.array([0, 1])).requires_grad
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_gradient_accumulates_like_any_op():
     logits = leaf(np.array([[1.0, 2.0, 3.0]]))
     cross_entropy(logits, np.array([0])).backward()
@@ -132,6 +145,7 @@ def test_cross_entropy_gradient_accumulates_like_any_op():
 
 
 # --- cross_entropy: errors ---------------------------------------------------------------------------------------------
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("bad, words", [(np.array([0, 3, 1]), ["3", "3 classes"]), (np.array([0, -1, 1]), ["-1", "3 classes"]),
                                         (np.array([[0, 7], [1, 1]]), None)])
 def test_cross_entropy_rejects_targets_out_of_range(bad, words):
@@ -143,6 +157,7 @@ def test_cross_entropy_rejects_targets_out_of_range(bad, words):
         assert word in str(info.value)
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("logits_shape, targets_shape", [((4, 3), (5,)), ((4, 3), (4, 1)), ((2, 3, 5), (2,)), ((2, 3, 5), (3, 2))])
 def test_cross_entropy_shape_mismatch_names_both_shapes(logits_shape, targets_shape):
     with pytest.raises(ValueError) as info:
@@ -150,12 +165,14 @@ def test_cross_entropy_shape_mismatch_names_both_shapes(logits_shape, targets_sh
     assert str(logits_shape) in str(info.value) and str(targets_shape) in str(info.value)
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("targets", [np.array([0.0, 1.0]), np.array([True, False]), Tensor([0.0, 1.0])])
 def test_cross_entropy_rejects_non_integer_targets(targets):
     with pytest.raises(TypeError, match="integer"):
         cross_entropy(Tensor(np.zeros((2, 3))), targets)
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_rejects_scalar_logits_integer_logits_and_empty_targets():
     with pytest.raises(ValueError):
         cross_entropy(Tensor(np.array(1.0)), np.array(0))
@@ -166,6 +183,7 @@ def test_cross_entropy_rejects_scalar_logits_integer_logits_and_empty_targets():
 
 
 # --- mse_loss ----------------------------------------------------------------------------------------------------------
+@pytest.mark.exercise("mse-loss")
 @pytest.mark.parametrize("shape", [(), (4,), (3, 2), (2, 3, 4)])
 def test_mse_value_and_gradient(shape, rng):
     p, t = rng.normal(size=shape), rng.normal(size=shape)
@@ -176,22 +194,26 @@ def test_mse_value_and_gradient(shape, rng):
     np.testing.assert_allclose(pred.grad.data, 2 * (p - t) / max(p.size, 1))
 
 
+@pytest.mark.exercise("mse-loss")
 def test_mse_gradcheck_wrt_prediction_and_target(rng):
     assert gradcheck(mse_loss, [leaf(rng.normal(size=(3, 4))), leaf(rng.normal(size=(3, 4)))])
 
 
+@pytest.mark.exercise("mse-loss")
 def test_mse_gradcheck_inside_a_model(rng):
     x, w = leaf(rng.normal(size=(5, 3))), leaf(rng.normal(size=(3, 2)))
     target = rng.normal(size=(5, 2))
     assert gradcheck(lambda x, w: mse_loss((x @ w).tanh(), target), [x, w])
 
 
+@pytest.mark.exercise("mse-loss")
 def test_mse_rejects_shapes_that_would_broadcast():
     with pytest.raises(ValueError) as info:
         mse_loss(Tensor(np.zeros((5, 1))), np.zeros(5))
     assert "(5, 1)" in str(info.value) and "(5,)" in str(info.value)
 
 
+@pytest.mark.exercise("mse-loss")
 def test_mse_dtypes():
     pred32 = Tensor(np.zeros(3, dtype=np.float32), requires_grad=True)
     loss = mse_loss(pred32, np.ones(3))            # a float64 numpy target takes the prediction's dtype
@@ -204,6 +226,7 @@ def test_mse_dtypes():
         mse_loss(pred32, Tensor(np.array([1, 1, 1])))
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_ignore_index_skips_positions_in_value_and_gradient(rng):
     from tinytorch.core.autograd import gradcheck
     z = rng.normal(size=(2, 4, 6))

@@ -15,12 +15,14 @@ def leaf(a):
     return Tensor(np.asarray(a), requires_grad=True)
 
 
+@pytest.mark.exercise("binary-cross-entropy")
 @pytest.mark.parametrize("kw", [{}, {"weight": RNG.random(3)}, {"weight": RNG.random((4, 1))}])
 def test_bce_gradcheck(kw):
     y = RNG.random((4, 3))
     assert gradcheck(lambda p: binary_cross_entropy(p, y, **kw), [leaf(RNG.uniform(0.05, 0.95, (4, 3)))])
 
 
+@pytest.mark.exercise("binary-cross-entropy")
 @pytest.mark.parametrize("kw", [{}, {"weight": RNG.random(3)}, {"pos_weight": np.array([0.5, 2.0, 3.0])},
                                 {"weight": RNG.random((4, 1)), "pos_weight": np.array([0.5, 2.0, 3.0])}])
 def test_bce_with_logits_gradcheck(kw):
@@ -28,6 +30,7 @@ def test_bce_with_logits_gradcheck(kw):
     assert gradcheck(lambda z: binary_cross_entropy_with_logits(z, y, **kw), [leaf(RNG.normal(scale=3, size=(4, 3)))])
 
 
+@pytest.mark.exercise("binary-cross-entropy")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_with_logits_is_finite_and_exact_far_out(dtype):
     z = Tensor(np.array([100.0, -100.0, 1000.0, -1000.0, 1e30], dtype=dtype), requires_grad=True)
@@ -39,6 +42,7 @@ def test_with_logits_is_finite_and_exact_far_out(dtype):
     np.testing.assert_allclose(z.grad.data, [0.2, -0.2, 0.2, -0.2, 0.2], rtol=1e-6)
 
 
+@pytest.mark.exercise("binary-cross-entropy")
 def test_module_forms_and_errors():
     p, y = RNG.uniform(0.1, 0.9, (3, 2)), RNG.random((3, 2))
     assert BCELoss()(Tensor(p), y).item() == binary_cross_entropy(Tensor(p), y).item()
@@ -52,6 +56,7 @@ def test_module_forms_and_errors():
         binary_cross_entropy(Tensor(p * 3), y)
 
 
+@pytest.mark.exercise("binary-cross-entropy")
 def test_losses_cast_a_float_target_of_another_dtype_and_refuse_integer_tensors():
     pred = Tensor(np.ones(3, dtype=np.float32), requires_grad=True)
     target = Tensor(np.zeros(3), requires_grad=True)           # float64
@@ -67,6 +72,7 @@ def test_losses_cast_a_float_target_of_another_dtype_and_refuse_integer_tensors(
 
 # --- against PyTorch -------------------------------------------------------------------------------------------------
 
+@pytest.mark.exercise("binary-cross-entropy")
 @pytest.mark.oracle
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("logits", [False, True])
@@ -102,6 +108,7 @@ def test_binary_cross_entropy_like_torch(dtype, logits, kw):
     np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=tol * 10, atol=tol)
 
 
+@pytest.mark.exercise("binary-cross-entropy")
 @pytest.mark.oracle
 def test_bce_clamps_logs_like_torch():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
@@ -110,6 +117,7 @@ def test_bce_clamps_logs_like_torch():
     assert binary_cross_entropy(Tensor(p), y).item() == expected
 
 
+@pytest.mark.exercise("mse-loss")
 @pytest.mark.oracle
 def test_mixed_dtype_mse_like_torch():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")

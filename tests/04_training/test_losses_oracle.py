@@ -19,6 +19,7 @@ def torch_cross_entropy(z, y):
     return z, F.cross_entropy(logits, torch.tensor(y))
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("shape, scale", [((8, 5), 1.0), ((8, 5), 1e4), ((3, 6, 11), 1.0), ((3, 6, 11), 1e4),
                                           ((2, 3, 4, 5), 3.0), ((1, 2), 1e4), ((16, 97), 10.0)])
 def test_cross_entropy_matches_torch(shape, scale, rng):
@@ -37,6 +38,7 @@ def test_cross_entropy_matches_torch(shape, scale, rng):
     np.testing.assert_allclose(logits.grad.data, z_t.grad.numpy(), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.exercise("cross-entropy")
 def test_cross_entropy_float32_close_to_torch(rng):
     z = (rng.normal(size=(4, 6, 9)) * 30).astype(np.float32)
     y = rng.integers(0, 9, size=(4, 6))
@@ -50,6 +52,7 @@ def test_cross_entropy_float32_close_to_torch(rng):
     np.testing.assert_allclose(logits.grad.data, z_t.grad.numpy(), atol=1e-7)
 
 
+@pytest.mark.exercise("mse-loss")
 @pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5)])
 def test_mse_matches_torch(shape, rng):
     p, t = rng.normal(size=shape), rng.normal(size=shape)
@@ -65,6 +68,7 @@ def test_mse_matches_torch(shape, rng):
     np.testing.assert_allclose(target.grad.data, target_t.grad.numpy(), rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.exercise("cross-entropy")
 @pytest.mark.parametrize("ignore_index", [-100, 0, 3])
 def test_cross_entropy_with_ignore_index_matches_torch(ignore_index, rng):
     z = rng.normal(size=(3, 6, 5))

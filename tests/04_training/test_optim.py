@@ -25,6 +25,7 @@ def set_grad(p, values):
 
 
 # --- update rules on cases computed by hand ----------------------------------------------------------------------------
+@pytest.mark.exercise("sgd")
 def test_sgd_plain_step():
     p = param([1.0, -2.0])
     opt = SGD([p], lr=0.5)
@@ -33,6 +34,7 @@ def test_sgd_plain_step():
     np.testing.assert_allclose(p.data, [0.9, -1.8])
 
 
+@pytest.mark.exercise("sgd")
 def test_sgd_momentum_buffer_starts_as_the_first_gradient():
     p = param([0.0])
     opt = SGD([p], lr=1.0, momentum=0.5)
@@ -44,6 +46,7 @@ def test_sgd_momentum_buffer_starts_as_the_first_gradient():
     assert opt.state[0]["momentum"] is not p.grad.data
 
 
+@pytest.mark.exercise("sgd")
 def test_sgd_weight_decay_is_added_to_the_gradient_before_momentum():
     p = param([2.0])
     opt = SGD([p], lr=0.1, momentum=0.5, weight_decay=0.25)
@@ -55,6 +58,7 @@ def test_sgd_weight_decay_is_added_to_the_gradient_before_momentum():
     np.testing.assert_allclose(p.data, [1.85 - 0.1 * (0.75 + 1.4625)])
 
 
+@pytest.mark.exercise("adam")
 def test_adam_first_step_moves_each_coordinate_by_about_lr():
     p = param([0.0, 0.0, 0.0, 0.0])
     opt = Adam([p], lr=0.01)
@@ -63,6 +67,7 @@ def test_adam_first_step_moves_each_coordinate_by_about_lr():
     np.testing.assert_allclose(p.data, [-0.01, 0.01, -0.01, 0.0], rtol=1e-4)
 
 
+@pytest.mark.exercise("adam")
 def test_adam_bias_correction_against_the_textbook_formula(rng):
     beta1, beta2, lr, eps = 0.8, 0.95, 0.05, 1e-6
     p = param(rng.normal(size=5))
@@ -79,6 +84,7 @@ def test_adam_bias_correction_against_the_textbook_formula(rng):
     assert opt.state[0]["step"] == 7
 
 
+@pytest.mark.exercise("adamw")
 def test_adamw_decays_the_weights_directly_and_adam_through_the_gradient():
     p_w, p_l2 = param([2.0, -4.0]), param([2.0, -4.0])
     adamw, adam = AdamW([p_w], lr=0.1, weight_decay=0.5), Adam([p_l2], lr=0.1, weight_decay=0.5)
@@ -90,6 +96,7 @@ def test_adamw_decays_the_weights_directly_and_adam_through_the_gradient():
     np.testing.assert_allclose(p_l2.data, [1.9, -3.9], rtol=1e-6)          # the decay gradient normalised: a step of lr
 
 
+@pytest.mark.exercise("adamw")
 def test_adamw_default_weight_decay_is_0_01():
     assert AdamW([param([1.0])]).weight_decay == 0.01
     opt = Adam([param([1.0])])
@@ -97,6 +104,7 @@ def test_adamw_default_weight_decay_is_0_01():
 
 
 # --- mechanics shared by all optimizers --------------------------------------------------------------------------------
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls, kwargs", OPTIMIZERS, ids=IDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_updates_are_in_place_keep_the_dtype_and_record_no_graph(cls, kwargs, dtype):
@@ -113,6 +121,7 @@ def test_updates_are_in_place_keep_the_dtype_and_record_no_graph(cls, kwargs, dt
     assert not np.allclose(p.data, param(np.random.default_rng(1).normal(size=(3, 2)), dtype).data)
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls, kwargs", OPTIMIZERS, ids=IDS)
 def test_parameters_without_gradient_are_skipped(cls, kwargs):
     used, unused = param([1.0, 2.0]), param([3.0, 4.0])
@@ -125,6 +134,7 @@ def test_parameters_without_gradient_are_skipped(cls, kwargs):
     assert not np.allclose(used.data, [1.0, 2.0])
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls, kwargs", OPTIMIZERS, ids=IDS)
 def test_zero_grad_forgets_gradients(cls, kwargs):
     a, b = param([1.0]), param([2.0])
@@ -134,6 +144,7 @@ def test_zero_grad_forgets_gradients(cls, kwargs):
     assert a.grad is None and b.grad is None
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls, kwargs", OPTIMIZERS, ids=IDS)
 def test_accepts_generators_and_a_single_tensor(cls, kwargs):
     ps = [param([1.0]), param([2.0])]
@@ -142,6 +153,7 @@ def test_accepts_generators_and_a_single_tensor(cls, kwargs):
     assert cls(ps[0], **kwargs).params == [ps[0]]
 
 
+@pytest.mark.exercise("adamw")
 def test_state_size_counts_buffers():
     ps = [param(np.zeros((3, 4))), param(np.zeros(5))]
     for cls, kwargs, per_param in [(SGD, dict(lr=0.1), 0), (SGD, dict(lr=0.1, momentum=0.9), 1), (Adam, {}, 2), (AdamW, {}, 2)]:
@@ -152,6 +164,7 @@ def test_state_size_counts_buffers():
         assert opt.state_size() == per_param * 17
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls, kwargs", [(SGD, dict(lr=0.05, momentum=0.9)), (Adam, dict(lr=0.05)), (AdamW, dict(lr=0.05))],
                          ids=["sgd-momentum", "adam", "adamw"])
 def test_optimizers_train_a_small_model(cls, kwargs, rng):
@@ -169,6 +182,7 @@ def test_optimizers_train_a_small_model(cls, kwargs, rng):
 
 
 # --- bad arguments -----------------------------------------------------------------------------------------------------
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls", [SGD, Adam, AdamW])
 @pytest.mark.parametrize("params", [[], (), iter([]), (p for p in [])], ids=["list", "tuple", "iterator", "generator"])
 def test_no_parameters_is_an_error(cls, params):
@@ -176,6 +190,7 @@ def test_no_parameters_is_an_error(cls, params):
         cls(params, lr=0.1)
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("cls", [SGD, Adam, AdamW])
 @pytest.mark.parametrize("lr", [0, 0.0, -1e-3, float("nan")])
 def test_learning_rate_must_be_positive(cls, lr):
@@ -184,12 +199,14 @@ def test_learning_rate_must_be_positive(cls, lr):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.exercise("sgd")
 @pytest.mark.parametrize("bad", [[np.zeros(3)], [Tensor(np.array([1, 2]))], [1.0]])
 def test_only_float_tensors_can_be_optimized(bad):
     with pytest.raises(TypeError):
         SGD(bad, lr=0.1)
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("make", [lambda p: SGD([p], lr=0.1, momentum=-0.1), lambda p: SGD([p], lr=0.1, weight_decay=-1),
                                   lambda p: Adam([p], betas=(0.9, 1.0)), lambda p: Adam([p], betas=(-0.1, 0.9)),
                                   lambda p: Adam([p], betas=(0.9,)), lambda p: AdamW([p], eps=-1e-8),
@@ -199,6 +216,7 @@ def test_bad_hyper_parameters_are_errors(make):
         make(param([1.0]))
 
 
+@pytest.mark.exercise("adamw")
 def test_the_base_class_has_no_update_rule():
     opt = Optimizer([param([1.0])], lr=0.1)
     opt.params[0].grad = Tensor(np.array([1.0]))
@@ -207,6 +225,7 @@ def test_the_base_class_has_no_update_rule():
 
 
 # --- gradient clipping -------------------------------------------------------------------------------------------------
+@pytest.mark.exercise("clip-grad-norm")
 def test_clip_scales_all_gradients_by_one_factor():
     a, b, c = param(np.zeros(2)), param(np.zeros((1, 1))), param(np.zeros(3))
     set_grad(a, [3.0, 0.0])
@@ -219,6 +238,7 @@ def test_clip_scales_all_gradients_by_one_factor():
     assert c.grad is None
 
 
+@pytest.mark.exercise("clip-grad-norm")
 def test_clip_leaves_short_gradients_alone_and_returns_their_norm():
     a = param(np.zeros(2))
     set_grad(a, [0.3, 0.4])
@@ -227,6 +247,7 @@ def test_clip_leaves_short_gradients_alone_and_returns_their_norm():
     assert clip_grad_norm_([param([1.0])], max_norm=1.0) == 0.0        # nothing has a gradient
 
 
+@pytest.mark.exercise("clip-grad-norm")
 def test_clip_keeps_float32_gradients_float32():
     a = param(np.zeros(4), np.float32)
     set_grad(a, [100.0, 0.0, 0.0, 0.0])
@@ -234,6 +255,7 @@ def test_clip_keeps_float32_gradients_float32():
     assert a.grad.dtype == np.float32 and a.grad.data[0] == pytest.approx(1.0, rel=1e-5)
 
 
+@pytest.mark.exercise("clip-grad-norm")
 @pytest.mark.parametrize("max_norm", [0.0, -1.0])
 def test_clip_rejects_non_positive_max_norm(max_norm):
     with pytest.raises(ValueError, match="max_norm"):
@@ -241,6 +263,7 @@ def test_clip_rejects_non_positive_max_norm(max_norm):
 
 
 # --- learning-rate schedule --------------------------------------------------------------------------------------------
+@pytest.mark.exercise("lr-schedule")
 def test_lr_at_key_steps():
     base, warmup, total, low = 0.6, 10, 110, 0.1
     assert lr_at(0, base, warmup, total, low) == pytest.approx(0.06)            # first warmup step: base / warmup
@@ -254,6 +277,7 @@ def test_lr_at_key_steps():
     assert lr_at(0, base, 0, total) == pytest.approx(base)                      # no warmup
 
 
+@pytest.mark.exercise("lr-schedule")
 def test_lr_at_rises_then_falls():
     values = [lr_at(s, 1.0, 20, 200, 0.05) for s in range(250)]
     assert all(a < b for a, b in zip(values[:19], values[1:20]))
@@ -261,6 +285,7 @@ def test_lr_at_rises_then_falls():
     assert min(values) == 0.05 and max(values) == pytest.approx(1.0)
 
 
+@pytest.mark.exercise("adamw")
 def test_cosine_warmup_drives_the_optimizer_lr():
     opt = AdamW([param([1.0])], lr=3e-3)
     sched = CosineWarmup(opt, warmup_steps=4, total_steps=12, min_lr=3e-4)
@@ -272,12 +297,14 @@ def test_cosine_warmup_drives_the_optimizer_lr():
     assert sched.base_lr == 3e-3 and sched.last_step == 15
 
 
+@pytest.mark.exercise("lr-schedule")
 @pytest.mark.parametrize("warmup, total, min_lr", [(-1, 10, 0.0), (11, 10, 0.0), (2, 10, -0.1), (2, 10, 0.5)])
 def test_cosine_warmup_rejects_bad_arguments(warmup, total, min_lr):
     with pytest.raises(ValueError):
         CosineWarmup(SGD([param([1.0])], lr=0.1), warmup, total, min_lr)
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("make", [lambda ps: SGD(ps, lr=0.1), lambda ps: Adam(ps), lambda ps: AdamW(ps)])
 def test_the_same_parameter_twice_is_a_clear_error(make):
     w = Tensor(np.ones(3), requires_grad=True)

@@ -36,6 +36,7 @@ CASES = {
 }
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("case", CASES)
 def test_optimizer_matches_torch_for_ten_steps(case, rng):
     ours_cls, torch_cls, kwargs = CASES[case]
@@ -56,6 +57,7 @@ def test_optimizer_matches_torch_for_ten_steps(case, rng):
                                        err_msg=f"{case}: parameter {i} after step {step + 1}")
 
 
+@pytest.mark.exercise("adamw")
 @pytest.mark.parametrize("case", ["sgd-momentum", "adam", "adamw"])
 def test_optimizer_matches_torch_with_a_learning_rate_changed_between_steps(case, rng):
     "A scheduler changes `lr` between steps; both libraries must read the current value."
@@ -75,6 +77,7 @@ def test_optimizer_matches_torch_with_a_learning_rate_changed_between_steps(case
         np.testing.assert_allclose(p.data, p_t.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.exercise("clip-grad-norm")
 @pytest.mark.parametrize("max_norm", [0.5, 3.0, 1e3])
 def test_clip_grad_norm_matches_torch(max_norm, rng):
     grads = [rng.normal(size=shape) for shape in [(3, 4), (5,), (2, 2, 2)]]
@@ -92,6 +95,7 @@ def test_clip_grad_norm_matches_torch(max_norm, rng):
     assert extra.grad is None
 
 
+@pytest.mark.exercise("lr-schedule")
 @pytest.mark.parametrize("warmup, total, min_lr", [(5, 30, 0.0), (1, 12, 0.01), (10, 11, 0.05), (7, 40, 0.099)])
 def test_schedule_matches_torch_linear_warmup_then_cosine(warmup, total, min_lr):
     base_lr = 0.1

@@ -1,12 +1,15 @@
 """Module 04 end to end: the library trains real models. Two interleaved spirals to >= 95% held-out accuracy with a fixed
 seed (as in the notebook), and a tiny sequence model trained on (B, T, C) logits."""
 import numpy as np
+import pytest
 
 from tinytorch.core.autograd import no_grad
 from tinytorch.core.layers import Embedding, Linear, ReLU, Sequential, manual_seed
 from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optim import AdamW, CosineWarmup, clip_grad_norm_
 from tinytorch.core.tensor import Tensor
+
+pytestmark = pytest.mark.exercise("adamw")
 
 
 def make_spirals(n_per_class, noise=0.3, turns=2.0, seed=0):

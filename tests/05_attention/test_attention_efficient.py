@@ -29,6 +29,7 @@ def grads_of(result, inputs, upstream):
     return [t.grad.data.copy() for t in inputs]
 
 
+@pytest.mark.exercise("memory-efficient")
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("block_size", [3, 4, 16])
 def test_memory_efficient_equals_plain_forward_and_gradients(leaf, rng, name, block_size):
@@ -42,6 +43,7 @@ def test_memory_efficient_equals_plain_forward_and_gradients(leaf, rng, name, bl
         np.testing.assert_allclose(ours, expected, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.exercise("memory-efficient")
 @pytest.mark.parametrize("name", CASES)
 def test_memory_efficient_gradcheck(leaf, name):
     mask, causal, _ = CASES[name]
@@ -49,6 +51,7 @@ def test_memory_efficient_gradcheck(leaf, name):
     assert gradcheck(lambda q, k, v: memory_efficient_attention(q, k, v, mask, block_size=4, causal=causal), [Q, K, V])
 
 
+@pytest.mark.exercise("memory-efficient")
 def test_memory_efficient_blocked_rows_are_zero_with_finite_gradients(leaf):
     Q, K, V = leaf(5, 3), leaf(6, 3), leaf(6, 2)
     mask = np.ones((5, 6), bool)
@@ -59,6 +62,7 @@ def test_memory_efficient_blocked_rows_are_zero_with_finite_gradients(leaf):
     assert all(np.all(np.isfinite(t.grad.data)) for t in (Q, K, V)) and np.all(Q.grad.data[[1, 4]] == 0)
 
 
+@pytest.mark.exercise("memory-efficient")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_memory_efficient_keeps_dtype(rng, dtype):
     Q, K, V = (Tensor(rng.normal(size=(2, 9, 4)).astype(dtype), requires_grad=True) for _ in range(3))
@@ -70,6 +74,7 @@ def test_memory_efficient_keeps_dtype(rng, dtype):
     np.testing.assert_allclose(out.data, expected, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
 
 
+@pytest.mark.exercise("memory-efficient")
 def test_memory_efficient_never_holds_the_score_matrix(rng):
     n, d = 1024, 16
     Q, K, V = (Tensor(rng.normal(size=(n, d)).astype(np.float32), requires_grad=True) for _ in range(3))
@@ -91,6 +96,7 @@ def test_memory_efficient_never_holds_the_score_matrix(rng):
     assert tiled < score_bytes / 4
 
 
+@pytest.mark.exercise("memory-efficient")
 def test_memory_efficient_errors(rng):
     Q = Tensor(rng.normal(size=(4, 3)))
     with pytest.raises(ValueError, match=r"\(4, 3\).*\(5, 2\)"):
@@ -122,6 +128,7 @@ def shared_qk_reference(qk, values, causal=False):
     return scaled_dot_product_attention(qk, keys, values, mask)[0].data
 
 
+@pytest.mark.exercise("masks")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("n_hashes", [1, 3])
 @pytest.mark.parametrize("chunk_size", [16, 8])
@@ -132,6 +139,7 @@ def test_lsh_is_exact_when_the_chunks_cover_everything(rng, causal, n_hashes, ch
     np.testing.assert_allclose(out.data, shared_qk_reference(qk, values, causal), atol=1e-10)
 
 
+@pytest.mark.exercise("masks")
 @pytest.mark.parametrize("causal", [False, True])
 def test_lsh_error_shrinks_with_more_rounds(causal):
     qk, values = clustered(2, 512, 32, n_clusters=16, seed=0)
@@ -145,6 +153,7 @@ def test_lsh_error_shrinks_with_more_rounds(causal):
     assert errors[-1] < 0.6 * errors[0], errors
 
 
+@pytest.mark.exercise("lsh-buckets")
 def test_lsh_causal_never_looks_ahead(rng):
     qk, values = rng.normal(size=(1, 64, 8)), rng.normal(size=(1, 64, 4))
     out = lsh_attention(qk, values, n_hashes=2, n_buckets=4, chunk_size=8, causal=True).data
@@ -154,6 +163,7 @@ def test_lsh_causal_never_looks_ahead(rng):
     np.testing.assert_allclose(out[:, :40], later[:, :40], atol=1e-12)
 
 
+@pytest.mark.exercise("lsh-buckets")
 def test_lsh_shapes_dtype_seed(rng):
     qk = rng.normal(size=(2, 3, 32, 8)).astype(np.float32)
     values = rng.normal(size=(2, 3, 32, 5)).astype(np.float32)
@@ -165,6 +175,7 @@ def test_lsh_shapes_dtype_seed(rng):
     assert not np.allclose(out.data, other.data)
 
 
+@pytest.mark.exercise("lsh-buckets")
 def test_lsh_buckets_are_angular_hashes(rng):
     x = rng.normal(size=(40, 6))
     buckets = lsh_buckets(x, n_hashes=3, n_buckets=8, seed=0)
@@ -173,6 +184,7 @@ def test_lsh_buckets_are_angular_hashes(rng):
     assert np.all(lsh_buckets(-x, 3, 8, seed=0) != buckets)
 
 
+@pytest.mark.exercise("lsh-buckets")
 @pytest.mark.parametrize("causal", [False, True])
 def test_lsh_gradcheck(leaf, causal):
     qk, values = leaf(1, 16, 4), leaf(1, 16, 2)
@@ -180,6 +192,7 @@ def test_lsh_gradcheck(leaf, causal):
                      [qk, values])
 
 
+@pytest.mark.exercise("memory-efficient")
 @pytest.mark.parametrize("kwargs, words", [
     (dict(chunk_size=5), ["16", "chunk_size 5"]),
     (dict(n_buckets=3), ["n_buckets", "3"]),

@@ -9,6 +9,7 @@ from tinytorch.core.autograd import gradcheck
 from tinytorch.core.tensor import Tensor
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_float64_input_into_a_float32_layer_just_works(rng):
     mha = MultiHeadAttention(64, 8)
     x = Tensor(rng.normal(size=(2, 8, 64)), requires_grad=True)     # the seeds' Tensor(np.random.randn(2, 8, 64))
@@ -18,6 +19,7 @@ def test_float64_input_into_a_float32_layer_just_works(rng):
     assert x.grad.dtype == np.float64 and x.grad.shape == x.shape
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_a_mask_per_sequence_is_shared_by_the_heads_not_read_per_head(rng):
     # batch 2 == heads 2: matched from the right, (2, n, n) would be read as one mask per head
     mha = MultiHeadAttention(8, 2).to(np.float64)
@@ -32,6 +34,7 @@ def test_a_mask_per_sequence_is_shared_by_the_heads_not_read_per_head(rng):
     assert np.all(weights.data[1] > 0)                                            # sequence 1 sees everything
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_a_mask_per_sequence_works_when_batch_and_heads_differ(rng):
     mha = MultiHeadAttention(8, 4).to(np.float64)
     x = Tensor(rng.normal(size=(3, 5, 8)))
@@ -41,6 +44,7 @@ def test_a_mask_per_sequence_works_when_batch_and_heads_differ(rng):
     np.testing.assert_allclose(out.data[2], mha(x[2:], masks[2]).data[0], atol=1e-12)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_masks_per_head_and_broadcast_heads_are_read_as_given(rng):
     mha = MultiHeadAttention(8, 2).to(np.float64)
     x = Tensor(rng.normal(size=(2, 5, 8)))
@@ -53,6 +57,7 @@ def test_masks_per_head_and_broadcast_heads_are_read_as_given(rng):
     assert np.all(weights.data[~np.broadcast_to(shared, weights.shape)] == 0)
 
 
+@pytest.mark.exercise("multi-head-attention")
 @pytest.mark.parametrize("shape", [(5,), (3, 5, 5), (2, 3, 5, 5), (1, 2, 1, 5, 5), (2, 5)])
 def test_a_mask_of_another_shape_is_an_error_naming_it(rng, shape):
     mha = MultiHeadAttention(8, 2)
@@ -61,6 +66,7 @@ def test_a_mask_of_another_shape_is_an_error_naming_it(rng, shape):
         mha(x, np.ones(shape, bool))
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_separate_values_for_cross_attention(rng):
     mha = MultiHeadAttention(6, 2).to(np.float64)
     x, keys, values = (Tensor(rng.normal(size=s), requires_grad=True) for s in [(2, 3, 6), (2, 5, 6), (2, 5, 6)])
@@ -75,12 +81,14 @@ def test_separate_values_for_cross_attention(rng):
         mha(x, context=keys, value=Tensor(rng.normal(size=(2, 4, 6))))
 
 
+@pytest.mark.exercise("multi-head-attention")
 @pytest.mark.parametrize("embed_dim, num_heads", [(8, 0), (8, -2), (0, 1), (8, 2.5), (8, 3)])
 def test_sizes_that_make_no_layer_are_a_clear_error(embed_dim, num_heads):
     with pytest.raises(ValueError, match="MultiHeadAttention"):
         MultiHeadAttention(embed_dim, num_heads)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_the_seeds_lower_triangular_tensor_mask(rng):
     x = Tensor(rng.normal(size=(1, 4, 8)))
     mha = MultiHeadAttention(8, 2).to(np.float64)
@@ -92,6 +100,7 @@ def test_the_seeds_lower_triangular_tensor_mask(rng):
                                   scaled_dot_product_attention(Q, Q, Q, create_causal_mask(4))[0].data)
 
 
+@pytest.mark.exercise("memory-efficient")
 def test_memory_efficient_attention_takes_an_additive_mask_too(rng):
     Q, K, V = (Tensor(rng.normal(size=(2, 9, 4)), requires_grad=True) for _ in range(3))
     additive = np.where(rng.random((9, 9)) < 0.6, 0.0, -np.inf)

@@ -13,6 +13,7 @@ def project(x, layer):
     return x @ layer.weight.data + layer.bias.data
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_multi_head_structure():
     mha = MultiHeadAttention(12, 3)
     assert isinstance(mha, Module)
@@ -24,12 +25,14 @@ def test_multi_head_structure():
     assert len(MultiHeadAttention(12, 3, bias=False).parameters()) == 4
 
 
+@pytest.mark.exercise("multi-head-attention")
 @pytest.mark.parametrize("embed_dim, num_heads", [(10, 3), (8, 16), (6, 4)])
 def test_heads_must_divide_embed_dim(embed_dim, num_heads):
     with pytest.raises(ValueError, match=f"{embed_dim}.*{num_heads}"):
         MultiHeadAttention(embed_dim, num_heads)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_multi_head_values_match_a_per_head_reference(rng, reference):
     mha = MultiHeadAttention(8, 2).to(np.float64)
     x = rng.normal(size=(2, 5, 8))
@@ -45,6 +48,7 @@ def test_multi_head_values_match_a_per_head_reference(rng, reference):
     np.testing.assert_allclose(out.data, project(np.concatenate(heads, axis=-1), mha.out_proj), atol=1e-12)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_cross_attention_shapes_and_values(rng, reference):
     mha = MultiHeadAttention(6, 3).to(np.float64)
     x, context = rng.normal(size=(2, 4, 6)), rng.normal(size=(2, 7, 6))
@@ -57,6 +61,7 @@ def test_cross_attention_shapes_and_values(rng, reference):
         mha(Tensor(x), context=Tensor(context[:1]))
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_padding_mask_in_multi_head(rng):
     mha = MultiHeadAttention(8, 4)
     x = Tensor(rng.normal(size=(3, 6, 8)).astype(np.float32))
@@ -65,6 +70,7 @@ def test_padding_mask_in_multi_head(rng):
     assert np.all(np.triu(weights.data[0, 0], 1) == 0)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_gradcheck_self_attention_input_and_all_8_parameters(rng):
     mha = MultiHeadAttention(6, 2).to(np.float64)
     x = Tensor(rng.normal(size=(2, 4, 6)), requires_grad=True)
@@ -73,6 +79,7 @@ def test_gradcheck_self_attention_input_and_all_8_parameters(rng):
     assert gradcheck(lambda x, *p: mha(x, create_causal_mask(4)), [x, *params])
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_gradcheck_cross_attention_input_context_and_all_8_parameters(rng):
     mha = MultiHeadAttention(4, 2).to(np.float64)
     x = Tensor(rng.normal(size=(2, 3, 4)), requires_grad=True)
@@ -80,6 +87,7 @@ def test_gradcheck_cross_attention_input_context_and_all_8_parameters(rng):
     assert gradcheck(lambda x, c, *p: mha(x, create_padding_mask([5, 3], 5), context=c), [x, context, *mha.parameters()])
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_gradcheck_through_the_returned_weights(rng):
     mha = MultiHeadAttention(4, 2).to(np.float64)
     x = Tensor(rng.normal(size=(1, 3, 4)), requires_grad=True)
@@ -87,6 +95,7 @@ def test_gradcheck_through_the_returned_weights(rng):
     assert gradcheck(lambda x, *p: mha(x, return_weights=True)[1], [x, *params])
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_every_parameter_receives_its_gradient(rng):
     mha = MultiHeadAttention(8, 2)
     out = mha(Tensor(rng.normal(size=(2, 5, 8)).astype(np.float32)))
@@ -95,18 +104,21 @@ def test_every_parameter_receives_its_gradient(rng):
         assert p.grad is not None and p.grad.shape == p.shape and p.grad.dtype == np.float32, name
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_float64_model_runs_in_float64(rng):
     mha = MultiHeadAttention(4, 2).to(np.float64)
     out, weights = mha(Tensor(rng.normal(size=(1, 3, 4))), return_weights=True)
     assert out.dtype == np.float64 and weights.dtype == np.float64
 
 
+@pytest.mark.exercise("multi-head-attention")
 @pytest.mark.parametrize("shape", [(3, 5, 6), (5, 8), (1, 2, 3, 8)])
 def test_bad_input_shape_is_a_clear_error(shape):
     with pytest.raises(ValueError, match=r"\(batch, length, 8\)"):
         MultiHeadAttention(8, 2)(Tensor(np.zeros(shape, np.float32)))
 
 
+@pytest.mark.exercise("self-attention")
 def test_self_attention_single_head(rng, reference):
     layer = SelfAttention(5).to(np.float64)
     assert len(layer.parameters()) == 6
@@ -121,6 +133,7 @@ def test_self_attention_single_head(rng, reference):
 
 
 # ----------------------------------------------------------------------------------------- KV cache
+@pytest.mark.exercise("multi-head-attention")
 def test_cache_step_by_step_equals_full_causal_attention(rng):
     mha = MultiHeadAttention(8, 2).to(np.float64)
     x = Tensor(rng.normal(size=(2, 6, 8)))
@@ -134,6 +147,7 @@ def test_cache_step_by_step_equals_full_causal_attention(rng):
     assert cache.keys.shape == cache.values.shape == (2, 2, 6, 4)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_cache_prompt_then_chunks(rng):
     mha = MultiHeadAttention(6, 3).to(np.float64)
     x = Tensor(rng.normal(size=(1, 9, 6)))
@@ -147,6 +161,7 @@ def test_cache_prompt_then_chunks(rng):
     assert len(cache) == 0 and cache.keys is None
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_cache_without_the_causal_offset_is_wrong(rng):
     # the caller's mask matters: an offset-less mask hides cached keys the new query is allowed to see
     mha = MultiHeadAttention(4, 2).to(np.float64)
@@ -158,6 +173,7 @@ def test_cache_without_the_causal_offset_is_wrong(rng):
     assert not np.allclose(wrong, full[:, 3:])
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_gradients_flow_through_the_cache(rng):
     mha = MultiHeadAttention(4, 2).to(np.float64)
     x = Tensor(rng.normal(size=(1, 3, 4)), requires_grad=True)
@@ -170,6 +186,7 @@ def test_gradients_flow_through_the_cache(rng):
     assert gradcheck(two_steps, [x, *mha.parameters()])
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_cache_rejects_mismatched_entries(rng):
     cache = KVCache()
     cache.update(Tensor(np.zeros((1, 2, 3, 4))), Tensor(np.zeros((1, 2, 3, 4))))
@@ -177,6 +194,7 @@ def test_cache_rejects_mismatched_entries(rng):
         cache.update(Tensor(np.zeros((1, 2, 1, 5))), Tensor(np.zeros((1, 2, 1, 5))))
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_cache_is_for_self_attention_only(rng):
     mha = MultiHeadAttention(4, 2)
     x = Tensor(np.zeros((1, 2, 4), np.float32))

@@ -6,6 +6,8 @@ from tinytorch.core.attention import (create_bidirectional_mask, create_causal_m
                                       scaled_dot_product_attention)
 from tinytorch.core.tensor import Tensor
 
+pytestmark = pytest.mark.exercise("masks")
+
 
 def test_causal_square():
     mask = create_causal_mask(4)

@@ -5,6 +5,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.exercise("attention-forward")
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "modules" / "05_attention" / "05_attention.ipynb"
 
 

@@ -33,6 +33,7 @@ MASKS = {
 }
 
 
+@pytest.mark.exercise("masks")
 @pytest.mark.parametrize("name", MASKS)
 def test_sdpa_matches_torch(rng, name):
     mask = MASKS[name]()
@@ -49,6 +50,7 @@ def test_sdpa_matches_torch(rng, name):
         assert_close(a.grad.data, b.grad)
 
 
+@pytest.mark.exercise("masks")
 @pytest.mark.parametrize("n, m", [(3, 5), (5, 3), (4, 4)])
 def test_causal_mask_matches_torch_is_causal_top_left(rng, n, m):
     (Q, K, V), (tq, tk, tv) = leaves(rng, (2, n, 4), (2, m, 4), (2, m, 3))
@@ -62,6 +64,7 @@ def test_causal_mask_matches_torch_is_causal_top_left(rng, n, m):
         assert_close(a.grad.data, b.grad)
 
 
+@pytest.mark.exercise("memory-efficient")
 def test_memory_efficient_matches_torch(rng):
     (Q, K, V), (tq, tk, tv) = leaves(rng, (2, 2, 9, 4), (2, 2, 13, 4), (2, 2, 13, 3))
     ours = memory_efficient_attention(Q, K, V, block_size=4, causal=True)
@@ -98,6 +101,7 @@ def compare_parameter_gradients(mha, theirs):
     assert_close(mha.out_proj.bias.grad.data, theirs.out_proj.bias.grad)
 
 
+@pytest.mark.exercise("multi-head-attention")
 @pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
 def test_multi_head_attention_matches_torch(rng, cross):
     mha = MultiHeadAttention(8, 2).to(np.float64)
@@ -121,6 +125,7 @@ def test_multi_head_attention_matches_torch(rng, cross):
     compare_parameter_gradients(mha, theirs)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_padding_mask_matches_torch_key_padding_mask(rng):
     mha = MultiHeadAttention(6, 3).to(np.float64)
     theirs = torch_copy(mha)
@@ -136,6 +141,7 @@ def test_padding_mask_matches_torch_key_padding_mask(rng):
     compare_parameter_gradients(mha, theirs)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_separate_keys_and_values_match_torch(rng):
     # PyTorch's (query, key, value): our mha(x, context=keys, value=values)
     mha = MultiHeadAttention(8, 2).to(np.float64)
@@ -152,6 +158,7 @@ def test_separate_keys_and_values_match_torch(rng):
     compare_parameter_gradients(mha, theirs)
 
 
+@pytest.mark.exercise("multi-head-attention")
 def test_a_mask_per_sequence_matches_torch_with_the_mask_repeated_per_head(rng):
     # (batch, n, m) is one mask per sequence, shared by the heads; batch == heads is where it used to go wrong
     mha = MultiHeadAttention(8, 2).to(np.float64)
@@ -169,6 +176,7 @@ def test_a_mask_per_sequence_matches_torch_with_the_mask_repeated_per_head(rng):
     assert_close(x.grad.data, tx.grad)
 
 
+@pytest.mark.exercise("attention-backward")
 def test_an_additive_float_mask_matches_torch(rng):
     (Q, K, V), (tq, tk, tv) = leaves(rng, (2, 4, 5, 3), (2, 4, 6, 3), (2, 4, 6, 2))
     additive = np.where(rng.random((5, 6)) < 0.7, 0.0, -np.inf)

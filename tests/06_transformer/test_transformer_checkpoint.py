@@ -10,6 +10,8 @@ from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optim import AdamW
 from tinytorch.core.transformer import GPT, load_checkpoint, save_checkpoint
 
+pytestmark = pytest.mark.exercise("gpt")
+
 
 def trained(seed=0, steps=3):
     manual_seed(seed)

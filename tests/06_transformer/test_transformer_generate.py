@@ -22,6 +22,7 @@ def greedy_by_hand(model, prompt, steps):
     return seq
 
 
+@pytest.mark.exercise("generate")
 @pytest.mark.parametrize("new_tokens", [1, 5, 20])   # 20 runs well past max_seq_len = 8
 @pytest.mark.parametrize("temperature, top_k", [(1.0, None), (0.7, 3), (2.0, None)])
 def test_cached_generation_equals_uncached(gpt, new_tokens, temperature, top_k):
@@ -33,6 +34,7 @@ def test_cached_generation_equals_uncached(gpt, new_tokens, temperature, top_k):
     np.testing.assert_array_equal(fast, slow)
 
 
+@pytest.mark.exercise("gpt")
 def test_cached_logits_equal_full_forward(gpt, rng):
     "Feeding tokens one at a time through the caches gives the logits of one full forward pass."
     from tinytorch.core.attention import KVCache
@@ -46,12 +48,14 @@ def test_cached_logits_equal_full_forward(gpt, rng):
         gpt(ids[:, :1], caches=caches)   # a 9th position does not exist
 
 
+@pytest.mark.exercise("generate")
 def test_greedy_decoding_is_top_k_1(gpt):
     prompt = np.array([[4, 2]])
     np.testing.assert_array_equal(gpt.generate(prompt, 12, top_k=1), greedy_by_hand(gpt, prompt, 12))
     np.testing.assert_array_equal(gpt.generate(prompt, 12, temperature=0.0), greedy_by_hand(gpt, prompt, 12))
 
 
+@pytest.mark.exercise("generate")
 def test_prompt_longer_than_context_is_cropped_not_refused(gpt, rng):
     "The prediction sees the last max_seq_len tokens; the result keeps the whole prompt in front."
     prompt = rng.integers(0, 13, size=(1, 11))
@@ -63,6 +67,7 @@ def test_prompt_longer_than_context_is_cropped_not_refused(gpt, rng):
         gpt(prompt)                      # forward itself refuses: there is no position embedding for it
 
 
+@pytest.mark.exercise("generate")
 def test_same_seed_same_sample_different_seed_different_sample(gpt):
     prompt = np.array([[0]])
     a = gpt.generate(prompt, 30, seed=5)
@@ -71,6 +76,7 @@ def test_same_seed_same_sample_different_seed_different_sample(gpt):
     assert np.array_equal(a, gpt.generate(prompt, 30, rng=np.random.default_rng(5)))
 
 
+@pytest.mark.exercise("generate")
 def test_generate_restores_mode_and_builds_no_graph(gpt):
     gpt.train()
     out = gpt.generate(np.array([[1]]), 3)
@@ -81,6 +87,7 @@ def test_generate_restores_mode_and_builds_no_graph(gpt):
     assert all(p.grad is None for p in gpt.parameters())
 
 
+@pytest.mark.exercise("generate")
 def test_sample_next_distribution_temperature_and_top_k(rng):
     probs = np.array([0.1, 0.6, 0.3])
     logits = np.log(np.tile(probs, (20_000, 1)))
@@ -93,12 +100,14 @@ def test_sample_next_distribution_temperature_and_top_k(rng):
     assert sample_next(logits[:2], top_k=100, rng=rng).shape == (2,)   # k larger than the vocabulary keeps all
 
 
+@pytest.mark.exercise("generate")
 @pytest.mark.parametrize("kwargs", [dict(temperature=-1.0), dict(top_k=0)])
 def test_bad_sampling_arguments_are_clear_errors(gpt, kwargs):
     with pytest.raises(ValueError):
         gpt.generate(np.array([[1]]), 2, **kwargs)
 
 
+@pytest.mark.exercise("generate")
 @pytest.mark.parametrize("bad", [np.array([1, 2]), np.array([[1.0, 2.0]]), np.zeros((1, 0), dtype=np.int64)])
 def test_bad_prompts_are_clear_errors(gpt, bad):
     with pytest.raises(ValueError):

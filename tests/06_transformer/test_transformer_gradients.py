@@ -24,10 +24,12 @@ def expected_parameter_names(num_layers):
     return names | {f"blocks.{i}.{n}" for i in range(num_layers) for n in block}
 
 
+@pytest.mark.exercise("gpt")
 def test_gpt_has_exactly_the_expected_parameters(tiny_gpt64):
     assert {name for name, _ in tiny_gpt64.named_parameters()} == expected_parameter_names(2)
 
 
+@pytest.mark.exercise("gpt")
 @pytest.mark.parametrize("group", ["embeddings", "block0", "block1", "final"])
 def test_gpt_gradient_of_every_parameter(tiny_gpt64, perturbed, group):
     "Every coordinate of every parameter of a 2-layer GPT, with a random upstream gradient on the logits."
@@ -47,6 +49,7 @@ def test_gpt_gradient_of_every_parameter(tiny_gpt64, perturbed, group):
             p.requires_grad = True
 
 
+@pytest.mark.exercise("gpt")
 def test_gpt_gradients_with_tied_weights(perturbed):
     "The token embedding gets gradient from both the lookup and the LM head when they share the matrix."
     manual_seed(0)
@@ -54,6 +57,7 @@ def test_gpt_gradients_with_tied_weights(perturbed):
     gradcheck(lambda *p: model(IDS), [model.token_embedding.weight, model.blocks[0].mlp.fc.weight])
 
 
+@pytest.mark.exercise("transformer-block")
 def test_transformer_block_gradients_with_causal_mask(perturbed, rng):
     manual_seed(1)
     block = perturbed(TransformerBlock(8, 2).to(np.float64))
@@ -62,6 +66,7 @@ def test_transformer_block_gradients_with_causal_mask(perturbed, rng):
     gradcheck(lambda x, *params: block(x, mask=mask), [x, *block.parameters()])
 
 
+@pytest.mark.exercise("mlp")
 def test_mlp_gradients(rng):
     manual_seed(2)
     mlp = MLP(6, 10).to(np.float64)
@@ -69,6 +74,7 @@ def test_mlp_gradients(rng):
     gradcheck(lambda x, *params: mlp(x), [x, *mlp.parameters()])
 
 
+@pytest.mark.exercise("transformer-block")
 def test_gradcheck_would_catch_a_missing_residual(perturbed, monkeypatch, rng):
     "The check above can fail: a block whose gradient skips the residual path is caught."
     from tinytorch.core import transformer

@@ -13,6 +13,7 @@ def small(**kwargs):
     return GPT(**{**settings, **kwargs})
 
 
+@pytest.mark.exercise("gpt")
 def test_sinusoidal_table_is_the_papers_formula():
     table = sinusoidal_positions(50, 6)
     pos, i = np.arange(50)[:, None], np.arange(3)[None, :]
@@ -21,6 +22,7 @@ def test_sinusoidal_table_is_the_papers_formula():
     assert sinusoidal_positions(4, 5).shape == (4, 5)                    # odd widths end with a sine column
 
 
+@pytest.mark.exercise("gpt")
 def test_sinusoidal_positions_have_no_parameters_and_train(rng):
     learned, fixed = small(), small(positions="sinusoidal")
     assert learned.num_parameters() - fixed.num_parameters() == 8 * 8
@@ -35,6 +37,7 @@ def test_sinusoidal_positions_have_no_parameters_and_train(rng):
     assert gradcheck(lambda *p: model64(ids), model64.parameters(), max_coords=10)
 
 
+@pytest.mark.exercise("gpt")
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_a_padded_batch_gives_each_sequence_its_own_logits_and_loss(rng, side):
     model = small().to(np.float64)
@@ -57,6 +60,7 @@ def test_a_padded_batch_gives_each_sequence_its_own_logits_and_loss(rng, side):
     np.testing.assert_allclose(batch_loss, cross_entropy(Tensor(alone_logits), alone_targets).item(), rtol=1e-10)
 
 
+@pytest.mark.exercise("gpt")
 def test_left_padding_without_the_mask_gives_other_logits(rng):
     model = small().to(np.float64)
     ids = np.array([[0, 0, 4, 5, 6]])
@@ -65,12 +69,14 @@ def test_left_padding_without_the_mask_gives_other_logits(rng):
     np.testing.assert_allclose(model(ids, mask=ids != 0).data[0, 2:], alone, atol=1e-12)
 
 
+@pytest.mark.exercise("gpt")
 @pytest.mark.parametrize("mask", [np.ones((2, 4)), np.ones((3, 5)), np.full((3, 4), 0.5)])
 def test_a_padding_mask_that_does_not_fit_is_a_clear_error(rng, mask):
     with pytest.raises(ValueError, match="padding mask"):
         small()(rng.integers(0, 11, size=(3, 4)), mask=mask)
 
 
+@pytest.mark.exercise("gpt")
 @pytest.mark.parametrize("kwargs, word", [(dict(vocab_size=0), "vocab_size"), (dict(embed_dim=0), "embed_dim"),
                                           (dict(num_layers=0), "num_layers"), (dict(num_heads=-2), "num_heads"),
                                           (dict(max_seq_len=0), "max_seq_len"), (dict(positions="rotary"), "positions")])
@@ -79,6 +85,7 @@ def test_a_gpt_that_cannot_exist_is_a_clear_error(kwargs, word):
         small(**kwargs)
 
 
+@pytest.mark.exercise("generate")
 @pytest.mark.parametrize("kwargs, word", [(dict(temperature=float("nan")), "temperature"),
                                           (dict(temperature=-1.0), "temperature"), (dict(top_k=2.5), "top_k"),
                                           (dict(top_k=0), "top_k"), (dict(max_new_tokens=-3), "max_new_tokens"),
@@ -89,6 +96,7 @@ def test_generate_refuses_settings_that_would_silently_misbehave(kwargs, word):
         generate(small(), np.array([[1, 2]]), **settings)
 
 
+@pytest.mark.exercise("generate")
 def test_sample_next_refuses_nan_temperature_and_fractional_top_k():
     logits = np.zeros((1, 5))
     for kwargs in (dict(temperature=float("nan")), dict(top_k=2.5)):
@@ -96,6 +104,7 @@ def test_sample_next_refuses_nan_temperature_and_fractional_top_k():
             sample_next(logits, **kwargs)
 
 
+@pytest.mark.exercise("char-tokenizer")
 def test_char_tokenizer_wants_text_not_bytes():
     with pytest.raises(TypeError, match="decode"):
         CharTokenizer(b"bytes")

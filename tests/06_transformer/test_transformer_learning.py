@@ -1,10 +1,13 @@
 """A small GPT trained with the library's own optimizer learns to reverse sequences, to 100% exact-match accuracy."""
 import numpy as np
+import pytest
 
 from tinytorch.core.layers import manual_seed
 from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optim import AdamW
 from tinytorch.core.transformer import GPT
+
+pytestmark = pytest.mark.exercise("gpt")
 
 DIGITS, N = 5, 5          # sequences of 5 digits from 0..4
 SEP = DIGITS              # id 5 separates the input from its reverse

@@ -12,7 +12,8 @@ import pytest
 
 from tinytorch.core.transformer import load_checkpoint
 
-pytestmark = pytest.mark.slow
+
+pytestmark = [pytest.mark.slow, pytest.mark.exercise("generate")]
 HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
 TITO = [sys.executable, "-m", "tito", "milestone", "run"]
 

@@ -19,6 +19,7 @@ def make(seed=0, **kwargs):
     return GPT(**config)
 
 
+@pytest.mark.exercise("gpt")
 def test_logits_shape_and_dtype_follow_the_parameters(seed):
     model = make(seed)
     ids = np.random.default_rng(seed).integers(0, 11, size=(2, 8))
@@ -28,18 +29,21 @@ def test_logits_shape_and_dtype_follow_the_parameters(seed):
     assert model(ids).dtype == np.float64 and model(ids[:, :3]).shape == (2, 3, 11)
 
 
+@pytest.mark.exercise("gpt")
 def test_parameter_count_matches_the_formula():
     d, L, V, T = 16, 3, 11, 8
     assert make().num_parameters() == L * (12 * d * d + 13 * d) + 2 * V * d + T * d + 2 * d
     assert make(tie_weights=True).num_parameters() == L * (12 * d * d + 13 * d) + V * d + T * d + 2 * d
 
 
+@pytest.mark.exercise("gpt")
 def test_flops_per_token():
     d, L, V, T = 16, 3, 11, 8
     assert make().flops_per_token() == 2 * (L * 12 * d * d + d * V) + 4 * L * T * d
     assert make().flops_per_token(seq_len=4) == 2 * (L * 12 * d * d + d * V) + 4 * L * 4 * d
 
 
+@pytest.mark.exercise("gpt")
 def test_gpt2_initialisation(seed):
     model = make(seed, embed_dim=64, num_layers=8, vocab_size=300, max_seq_len=64)
     std = lambda p: float(np.std(p.data))
@@ -57,6 +61,7 @@ def test_gpt2_initialisation(seed):
     assert np.array_equal(weights(), weights()), "seeded"
 
 
+@pytest.mark.exercise("gpt")
 def test_initial_loss_is_close_to_uniform(seed):
     "GPT-2's small initialisation starts every prediction close to uniform: loss ≈ ln V."
     from tinytorch.core.losses import cross_entropy
@@ -65,6 +70,7 @@ def test_initial_loss_is_close_to_uniform(seed):
     assert cross_entropy(model(ids[:, :-1]), ids[:, 1:]).item() == pytest.approx(math.log(50), abs=0.05)
 
 
+@pytest.mark.exercise("gpt")
 def test_causal_no_position_sees_the_future(seed):
     model = make(seed).to(np.float64)
     ids = np.random.default_rng(seed).integers(0, 11, size=(1, 8))
@@ -77,6 +83,7 @@ def test_causal_no_position_sees_the_future(seed):
         assert not np.allclose(out[:, t], base[:, t])
 
 
+@pytest.mark.exercise("gpt")
 def test_tied_weights_share_one_matrix(seed):
     model = make(seed, tie_weights=True).to(np.float64)  # float64: a change is far above rounding, whatever the seed
     assert model.lm_head is None
@@ -91,6 +98,7 @@ def test_tied_weights_share_one_matrix(seed):
     assert change > 1e-6, f"the head must read the embedding matrix: the logit of token 5 moved by {change:g}"
 
 
+@pytest.mark.exercise("gpt")
 def test_dropout_acts_only_in_training_mode():
     model = make(dropout=0.5)
     ids = np.array([[1, 2, 3, 4]])
@@ -99,6 +107,7 @@ def test_dropout_acts_only_in_training_mode():
     np.testing.assert_array_equal(model(ids).data, model(ids).data)
 
 
+@pytest.mark.exercise("gpt")
 def test_clear_errors():
     model = make()
     with pytest.raises(ValueError, match=r"sequence length 9 exceeds max_seq_len=8"):
@@ -113,6 +122,7 @@ def test_clear_errors():
         make(embed_dim=10, num_heads=4)
 
 
+@pytest.mark.exercise("transformer-block")
 def test_block_and_mlp_shapes(seed):
     manual_seed(seed)
     block = TransformerBlock(12, 3, mlp_ratio=2)
@@ -123,6 +133,7 @@ def test_block_and_mlp_shapes(seed):
 
 
 # --- tokenizer, batches, text ------------------------------------------------------------------------------------
+@pytest.mark.exercise("char-tokenizer")
 def test_tokenizer_round_trip_and_errors():
     text = "Zürich, 42 €!\nnew line\ttab"
     tok = CharTokenizer(text)
@@ -139,6 +150,7 @@ def test_tokenizer_round_trip_and_errors():
         CharTokenizer("")
 
 
+@pytest.mark.exercise("get-batch")
 def test_get_batch_windows_and_targets():
     data = np.arange(1000)
     x, y = get_batch(data, 8, 16, np.random.default_rng(0))
@@ -150,6 +162,7 @@ def test_get_batch_windows_and_targets():
         get_batch(np.arange(10), 2, 10, 0)
 
 
+@pytest.mark.exercise("gpt")
 def test_estimate_loss_is_deterministic_and_restores_mode(seed):
     model = make(seed, dropout=0.3)
     data = np.random.default_rng(seed).integers(0, 11, size=500)
@@ -158,6 +171,7 @@ def test_estimate_loss_is_deterministic_and_restores_mode(seed):
     assert a["val"] == pytest.approx(math.log(11), abs=0.1)
 
 
+@pytest.mark.exercise("gpt")
 def test_default_text_is_deterministic_python_source(tmp_path):
     text = stdlib_text(50_000)
     assert len(text) == 50_000 and text == load_text(None, 50_000) and text.isascii()
@@ -167,6 +181,7 @@ def test_default_text_is_deterministic_python_source(tmp_path):
     assert load_text(path) == "héllo wörld" and load_text(str(path), max_chars=3) == "hél"
 
 
+@pytest.mark.exercise("gpt")
 def test_a_training_step_is_float32_everywhere(monkeypatch, seed):
     "Every tensor in the graph, every gradient an op hands back, every .grad and Adam buffer: float32, no upcasts."
     from tinytorch.core.autograd import GRADIENTS, topological_order

@@ -15,7 +15,8 @@ from tinytorch.core.layers import manual_seed  # noqa: E402
 from tinytorch.core.losses import cross_entropy  # noqa: E402
 from tinytorch.core.transformer import GPT  # noqa: E402
 
-pytestmark = pytest.mark.oracle
+
+pytestmark = [pytest.mark.oracle, pytest.mark.exercise("gpt")]
 
 
 class TorchBlock(nn.Module):

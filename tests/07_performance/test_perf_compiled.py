@@ -23,12 +23,14 @@ DTYPES = [np.float64, np.float32]
 HAVE_NUMBA = perf.numba is not None
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(2, 3, 5), (4, 1), (6,)])
 def test_softmax(rng, dtype, shape):
     assert_same_as_plain(perf.compiled_softmax, softmax.plain, leaves(rng, shape, dtype=dtype, scale=5.0))
 
 
+@pytest.mark.exercise("compiled-layer-norm-loops")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(2, 3, 5), (7, 4), (3,)])
 @pytest.mark.parametrize("eps", [1e-5, 0.1])
@@ -37,6 +39,7 @@ def test_layer_norm(rng, dtype, shape, eps):
     assert_same_as_plain(perf.compiled_layer_norm, layer_norm.plain, inputs, eps=eps)
 
 
+@pytest.mark.exercise("compiled-layer-norm-loops")
 def test_layer_norm_keeps_its_digits_far_from_zero(rng):
     "Rows around 1e4 with a spread of 1e-3: a one-pass variance (E[x²] - E[x]²) would lose every digit."
     x = Tensor(1e4 + 1e-3 * rng.normal(size=(3, 16)))
@@ -44,18 +47,21 @@ def test_layer_norm_keeps_its_digits_far_from_zero(rng):
     np.testing.assert_allclose(perf.compiled_layer_norm(x, w, b).data, layer_norm.plain(x, w, b).data, atol=1e-6)
 
 
+@pytest.mark.exercise("compiled-gelu-loops")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(2, 3, 5), (7,), (1, 1)])
 def test_gelu(rng, dtype, shape):
     assert_same_as_plain(perf.compiled_gelu, gelu.plain, leaves(rng, shape, dtype=dtype, scale=3.0))
 
 
+@pytest.mark.exercise("compiled-gelu-loops")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_far_out_in_both_tails(dtype):
     x = Tensor(np.array([-200.0, -88.0, -30.0, -12.0, 0.0, 12.0, 30.0, 88.0, 200.0], dtype=dtype), requires_grad=True)
     assert_same_as_plain(perf.compiled_gelu, gelu.plain, [x])
 
 
+@pytest.mark.exercise("compiled-cross-entropy-loops")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape, targets, ignore_index", [
     ((6, 4), [0, 3, 1, 1, 2, 0], None),
@@ -69,6 +75,7 @@ def test_cross_entropy(rng, dtype, shape, targets, ignore_index):
                          lambda z: cross_entropy.plain(z, targets, ignore_index), leaves(rng, shape, dtype=dtype, scale=3.0))
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.parametrize("op, plain, shapes", [
     (perf.compiled_softmax, softmax.plain, [(3, 5)]),
     (perf.compiled_layer_norm, layer_norm.plain, [(3, 5), (5,), (5,)]),
@@ -85,6 +92,7 @@ def test_a_transposed_input_and_a_float64_upstream_gradient(rng, op, plain, shap
     assert xt.grad.dtype == np.float32
 
 
+@pytest.mark.exercise("compiled-cross-entropy-loops")
 def test_cross_entropy_of_huge_logits_is_finite():
     z = Tensor(np.array([[1000.0, 0.0, -1000.0], [0.0, 0.0, 0.0]]), requires_grad=True)
     loss = perf.compiled_cross_entropy(z, np.array([1, 2]))
@@ -93,6 +101,7 @@ def test_cross_entropy_of_huge_logits_is_finite():
     assert np.isfinite(z.grad.data).all()
 
 
+@pytest.mark.exercise("compiled-cross-entropy-loops")
 def test_cross_entropy_errors_are_the_plain_ops(rng):
     z = leaves(rng, (3, 4))[0]
     for targets, message in [(np.array([0, 1]), "do not match"), (np.array([0, 1, 4]), "out of range"),
@@ -113,6 +122,7 @@ def _adamw_run(update, dtype, steps, switch_at=None, **hyper):
     return [p.data for p in params], optimizer.state
 
 
+@pytest.mark.exercise("compiled-adamw-loop")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("hyper", [dict(lr=0.1), dict(lr=0.01, betas=(0.8, 0.95), eps=1e-3, weight_decay=0.5),
                                    dict(lr=0.3, weight_decay=2.0)])
@@ -127,6 +137,7 @@ def test_adamw_update_equals_module_04s(dtype, hyper, switch_at):
             np.testing.assert_allclose(a, b, **tol)
 
 
+@pytest.mark.exercise("compiled-adamw-loop")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_adamw_can_switch_from_module_04s_update_to_the_loop(dtype, rng):
     "A run that starts on the plain path and switches at step 2 keeps its state and ends where the plain run ends."
@@ -144,6 +155,7 @@ def test_adamw_can_switch_from_module_04s_update_to_the_loop(dtype, rng):
         np.testing.assert_allclose(p.data, c.data, **tol)
 
 
+@pytest.mark.exercise("compiled-adamw-loop")
 def test_adamw_with_a_state_of_another_shape_fails_like_module_04s():
     "A state that does not fit the parameter (another model's) must not reach the loop, which checks no bounds."
     optimizer = AdamW([Tensor(np.zeros(3))], lr=0.1)
@@ -152,6 +164,7 @@ def test_adamw_with_a_state_of_another_shape_fails_like_module_04s():
         perf.compiled_adamw_update(optimizer, np.zeros(3), np.ones(3), state)
 
 
+@pytest.mark.exercise("compiled-adamw-loop")
 def test_adamw_update_of_a_strided_parameter_goes_to_the_plain_update():
     base = np.arange(12.0).reshape(3, 4)
     param = base[:, ::2]                                             # not contiguous: the loop would need a copy
@@ -163,6 +176,7 @@ def test_adamw_update_of_a_strided_parameter_goes_to_the_plain_update():
     np.testing.assert_array_equal(base[:, ::2], expected)            # updated in place, through the plain update
 
 
+@pytest.mark.exercise("compiled-adamw-loop")
 def test_adamw_hook_runs_the_installed_kernel(rng, fast):
     p = Tensor(rng.normal(size=4), requires_grad=True)
     p.grad = Tensor(rng.normal(size=4))
@@ -173,6 +187,7 @@ def test_adamw_hook_runs_the_installed_kernel(rng, fast):
     assert len(calls) == 1 and calls[0][0] is optimizer and calls[0][1] is p.data
 
 
+@pytest.mark.exercise("switch")
 def test_inputs_a_loop_was_not_written_for_go_to_the_plain_op(rng, recorded_ops):
     x = leaves(rng, (2, 3))[0]
     w32, b32 = leaves(rng, (3,), (3,), dtype=np.float32)
@@ -199,12 +214,14 @@ def test_inputs_a_loop_was_not_written_for_go_to_the_plain_op(rng, recorded_ops)
         perf.compiled_softmax(empty)
 
 
+@pytest.mark.exercise("compiled-layer-norm-loops")
 def test_layer_norm_rejects_a_wrong_shape_like_the_plain_op(rng):
     x, w, b = leaves(rng, (2, 3), (4,), (4,))
     with pytest.raises(ValueError, match="normalized shape"):
         perf.compiled_layer_norm(x, w, b)
 
 
+@pytest.mark.exercise("switch")
 def test_the_table_takes_the_compiled_ops_only_with_numba():
     if HAVE_NUMBA:
         assert perf.FAST_KERNELS == perf.NUMPY_KERNELS | perf.COMPILED_KERNELS
@@ -215,6 +232,7 @@ def test_the_table_takes_the_compiled_ops_only_with_numba():
                                           "adamw_update"}
 
 
+@pytest.mark.exercise("switch")
 def test_without_numba_the_switch_says_so_once(monkeypatch):
     monkeypatch.setattr(perf, "numba", None)
     monkeypatch.setitem(perf._switch, "told", False)
@@ -226,6 +244,7 @@ def test_without_numba_the_switch_says_so_once(monkeypatch):
         perf.enable()
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.skipif(HAVE_NUMBA, reason="numba is installed (CI runs this file again without it)")
 def test_without_numba_the_loops_are_python_functions_and_warm_up_has_nothing_to_do():
     assert perf.compiled(lambda: 1)() == 1 and perf.prange is range
@@ -233,6 +252,7 @@ def test_without_numba_the_loops_are_python_functions_and_warm_up_has_nothing_to
     assert perf.warm_up() == {}
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_disk():
     loops = [perf._vexp_loop, perf._softmax_rows, perf._softmax_rows_backward, perf._layer_norm_rows,
@@ -245,6 +265,7 @@ def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_d
         assert type(loop._cache).__name__ != "NullCache", f"{loop.py_func.__name__} is not cached on disk"
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_warm_up_reports_every_compiled_op_and_a_new_process_loads_them_from_the_disk_cache():
     seconds = perf.warm_up()

@@ -29,6 +29,7 @@ MASKS = {
 
 
 # --- linear -------------------------------------------------------------------------------------------------------
+@pytest.mark.exercise("fast-linear")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("x_shape", [(2, 3, 4), (5, 4), (4,), (2, 1, 3, 4)])
 @pytest.mark.parametrize("bias", [True, False])
@@ -37,6 +38,7 @@ def test_linear_equals_the_plain_op(rng, dtype, x_shape, bias):
     assert_same_as_plain(perf.fast_linear, linear.plain, inputs)
 
 
+@pytest.mark.exercise("fast-linear")
 def test_linear_gives_no_gradient_to_an_input_that_needs_none(rng):
     x, w, b = leaves(rng, (2, 5, 4), (4, 3), (3,))
     x.requires_grad = False
@@ -49,6 +51,7 @@ def test_linear_gives_no_gradient_to_an_input_that_needs_none(rng):
     np.testing.assert_allclose(w.grad.data, x.data.reshape(-1, 4).T @ upstream.reshape(-1, 3), rtol=1e-12)
 
 
+@pytest.mark.exercise("fast-linear")
 def test_linear_leaves_its_inputs_alone(rng):
     x, w, b = leaves(rng, (6, 4), (4, 3), (3,), dtype=np.float32)
     before = [t.data.copy() for t in (x, w, b)]
@@ -58,6 +61,7 @@ def test_linear_leaves_its_inputs_alone(rng):
 
 
 # --- layer norm ---------------------------------------------------------------------------------------------------
+@pytest.mark.exercise("fast-layer-norm")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(2, 3, 5), (4, 5), (5,)])
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
@@ -66,6 +70,7 @@ def test_layer_norm_equals_the_plain_op(rng, dtype, shape, eps):
     assert_same_as_plain(perf.fast_layer_norm, layer_norm.plain, inputs, eps=eps)
 
 
+@pytest.mark.exercise("fast-layer-norm")
 def test_layer_norm_of_constant_rows_is_the_bias(rng):
     x = Tensor(np.full((3, 4), 7.0), requires_grad=True)
     w, b = leaves(rng, (4,), (4,))
@@ -74,6 +79,7 @@ def test_layer_norm_of_constant_rows_is_the_bias(rng):
 
 
 # --- gelu ---------------------------------------------------------------------------------------------------------
+@pytest.mark.exercise("gelu-chunk")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_equals_the_plain_op(rng, dtype, threads):
     assert_same_as_plain(perf.fast_gelu, gelu.plain, leaves(rng, (2, 3, 4), dtype=dtype, scale=3.0))
@@ -81,6 +87,7 @@ def test_gelu_equals_the_plain_op(rng, dtype, threads):
     assert_same_as_plain(perf.fast_gelu, gelu.plain, [t])
 
 
+@pytest.mark.exercise("gelu-chunk")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_in_many_chunks_on_one_or_two_threads(rng, monkeypatch, dtype, threads, pools):
     monkeypatch.setattr(perf, "chunk_slices", lambda size: [slice(i, min(i + 5, size)) for i in range(0, size, 5)])
@@ -91,11 +98,13 @@ def test_gelu_in_many_chunks_on_one_or_two_threads(rng, monkeypatch, dtype, thre
         assert pools and set(pools) == {2}                      # the forward's and the backward's chunks
 
 
+@pytest.mark.exercise("gelu-chunk")
 def test_gelu_of_a_large_input_in_real_chunks(rng, threads, pools):
     assert_same_as_plain(perf.fast_gelu, gelu.plain, leaves(rng, (3, 100_001), dtype=np.float32))   # 2 chunks + a bit
     assert bool(pools) == (threads == 2)
 
 
+@pytest.mark.exercise("gelu-chunk")
 def test_gelu_stays_on_the_calling_thread_below_the_threshold(rng, monkeypatch, pools):
     monkeypatch.setattr(perf, "num_threads", lambda: 2)
     perf.fast_gelu(Tensor(np.zeros(perf._THREAD_NUMBERS - 1, np.float32)))
@@ -104,6 +113,7 @@ def test_gelu_stays_on_the_calling_thread_below_the_threshold(rng, monkeypatch, 
     assert pools == [2]
 
 
+@pytest.mark.exercise("gelu-chunk")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
     v = np.array([-1e4, -60.0, -12.0, -9.0, -3.0, 0.0, 3.0, 12.0, 60.0, 1e4], dtype=dtype)
@@ -128,6 +138,7 @@ def cache_bytes(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.exercise("fast-attention")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", MASKS)
 def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, pools):
@@ -139,6 +150,7 @@ def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, p
     assert bool(pools) == (threads == 2)
 
 
+@pytest.mark.exercise("fast-attention-backward")
 def test_attention_with_inputs_that_need_no_gradient(rng, threads, cache_bytes):
     Q, K, V = leaves(rng, (3, 4), (5, 4), (5, 2))
     K.requires_grad = False
@@ -147,6 +159,7 @@ def test_attention_with_inputs_that_need_no_gradient(rng, threads, cache_bytes):
     assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V])
 
 
+@pytest.mark.exercise("fast-attention")
 def test_attention_of_split_heads_keeps_their_layout(rng):
     "Heads split off as a transposed view: the output and the gradients come back in that layout (no copy to merge)."
     x = rng.normal(size=(2, 6, 3, 4)).astype(np.float32)            # (B, n, H, d)
@@ -158,6 +171,7 @@ def test_attention_of_split_heads_keeps_their_layout(rng):
     assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=create_causal_mask(6))
 
 
+@pytest.mark.exercise("fast-attention")
 def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cache_bytes):
     Q, K, V = leaves(rng, (2, 3, 4), (2, 5, 4), (2, 5, 3))
     out, weights = perf.fast_attention(Q, K, V, ROW_BLOCKED)
@@ -166,6 +180,7 @@ def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cach
     assert all(np.all(np.isfinite(t.grad.data)) for t in (Q, K, V)) and np.all(Q.grad.data[:, 1] == 0)
 
 
+@pytest.mark.exercise("fast-attention")
 @pytest.mark.parametrize("scores_shape", [(7, 5), (1, 1, 9, 4), (3, 1, 6, 6), (1, 5, 2, 8, 3), (4, 2, 64, 64)])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("cache_bytes", [100, 2 ** 22])
@@ -218,6 +233,7 @@ def outcome(fn, args):
     return [o.data for o in (result if isinstance(result, tuple) else (result,))], None
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.parametrize("case", HANDED_OVER)
 def test_inputs_a_kernel_does_not_take_go_to_the_plain_op(recorded_ops, case):
     "The same values, or the same error (for a bad mask: module 05's own), as the plain op, and no fast op recorded."
@@ -230,6 +246,7 @@ def test_inputs_a_kernel_does_not_take_go_to_the_plain_op(recorded_ops, case):
     assert not any(name.startswith("fast_") for name in recorded_ops), recorded_ops
 
 
+@pytest.mark.exercise("fast-attention")
 def test_every_kind_of_mask_gives_exactly_the_same_result(rng):
     "Booleans, 0/1 numbers, a Tensor and the additive form of one mask: one bias, bit for bit the same output."
     Q, K, V = (Tensor(rng.normal(size=(2, 4, 3))) for _ in range(3))
@@ -240,6 +257,7 @@ def test_every_kind_of_mask_gives_exactly_the_same_result(rng):
         np.testing.assert_array_equal(perf.fast_attention(Q, K, V, variant)[0].data, expected)
 
 
+@pytest.mark.exercise("switch")
 @pytest.mark.parametrize("op", ["fast_linear", "fast_gelu", "fast_layer_norm", "fast_attention",
                                 "fast_attention_weights", "fast_compiled_softmax", "fast_compiled_layer_norm",
                                 "fast_compiled_gelu", "fast_compiled_cross_entropy", "fast_compiled_attention"])
@@ -269,6 +287,7 @@ def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
         gradcheck(fn, inputs)
 
 
+@pytest.mark.exercise("fast-attention")
 def test_multi_head_attention_splits_and_merges_heads_without_copies(rng, monkeypatch, fast):
     """With section 8's kernel the attention output takes Q's memory layout and its gradients take the layouts of Q, K
     and V, so every reshape between (B, n, E) and (B, H, n, E/H) is a view, forward and backward. (The compiled loop

@@ -11,6 +11,8 @@ from tinytorch.core.transformer import GPT
 
 from perf_helpers import ATTENTION_OP, LAYER_NORM_OP
 
+pytestmark = pytest.mark.exercise("compare")
+
 
 class FakeClock:
     def __init__(self):

@@ -81,7 +81,10 @@ def _adopt(namespace: dict):
                 namespace[name] = obj
             elif name.startswith("test_") and inspect.isfunction(obj) and obj.__module__ == module.__name__:
                 for mark in marks if isinstance(marks, list) else [marks]:
-                    obj = mark(obj)
+                    obj = mark(obj) if mark.name != "exercise" else obj
+                # here it exercises the fast kernels, switched on by `enable` (whose check builds on every kernel)
+                obj.pytestmark = [m for m in getattr(obj, "pytestmark", []) if m.name != "exercise"]
+                obj = pytest.mark.exercise("switch")(obj)
                 if f"{relative}::{name}" in PLAIN_PATH_ONLY:
                     obj = pytest.mark.skip(reason=f"looks at the plain path: {PLAIN_PATH_ONLY[f'{relative}::{name}']}")(obj)
                 namespace[f"{stem}__{name}"] = obj
@@ -111,6 +114,7 @@ def fast_path():
         perf.disable()
 
 
+@pytest.mark.exercise("switch")
 def test_zz_every_fast_kernel_was_taken_by_the_adopted_tests(request):
     "Runs last in this file: the tables above exercised every fast kernel (when the whole file ran in this process)."
     config = request.config

@@ -7,6 +7,8 @@ import pytest
 
 import tinytorch.perf as perf
 
+pytestmark = pytest.mark.exercise("drain")
+
 
 @pytest.fixture
 def two_threads(monkeypatch):

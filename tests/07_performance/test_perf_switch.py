@@ -14,6 +14,8 @@ from tinytorch.core.transformer import GPT
 
 from perf_helpers import ATTENTION_OP, GELU_OP, LAYER_NORM_OP, leaves
 
+pytestmark = pytest.mark.exercise("switch")
+
 
 class FakeLibc:
     "Records mallopt(param, value) calls; glibc returns 1 on success."

@@ -1,9 +1,9 @@
-"""Plausible student bugs, per module, for `test_bug_catalogue.py`.
+"""Plausible student bugs, per module, for `test_bug_catalogue.py` and `test_blame_table.py`.
 
 Each bug is one edit of a solution cell of the module's notebook (`old` -> `new` in the cell `grade_id`), written
-the way a student gets the exercise wrong. Autograding the edited notebook must cost points. Every bug here is one
-the module's test suite catches too (checked when it was added: export the edited notebook, run `tests/NN_*`), so the
-grade and `tito module complete` agree. At least eight bugs per module; each costs a run of the notebook in CI.
+the way a student gets the exercise wrong. Autograding the edited notebook must cost points (test_bug_catalogue), and
+`tito module complete` must name the bug's exercise first, its test suite agreeing (test_blame_table). At least eight
+bugs per module, and three per exercise in modules 01-06; each costs an autograde and a blame-table entry in CI.
 """
 from typing import NamedTuple
 
@@ -76,6 +76,36 @@ BUGS["01"] += [
         "    out = np.abs(a.data)", "    out = -a.data"),
 ]
 
+BUGS["01"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("python-ints-stay-int", "Python ints stay int64 (only floats become float32)", "as-array",
+        '        if dtype is None and arr.dtype.kind in "iuf":', '        if dtype is None and arr.dtype.kind == "f":'),
+    Bug("broadcast-equal-shapes-only", "only equal shapes are accepted: no broadcasting at all", "broadcast-check",
+        """    if a.shape != b.shape:
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise""", """    if a.shape != b.shape:
+        try:
+            raise ValueError
+        except ValueError:
+            raise"""),
+    Bug("broadcast-error-unnamed", "the shape error names neither the op nor the shapes", "broadcast-check",
+        '            raise ValueError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast") from None',
+        '            raise ValueError("shapes do not broadcast") from None'),
+    Bug("sub-reversed", "a - b computes b - a", "arithmetic", "    out = a.data - b.data", "    out = b.data - a.data"),
+    Bug("div-floors", "division floors (//), as integer division does", "arithmetic",
+        "    out = a.data / b.data", "    out = a.data // b.data"),
+    Bug("neg-forgets-minus", "neg copies a and forgets the minus sign", "arithmetic",
+        '    out = -a.data\n    ### END SOLUTION\n    return _result(out, "neg"',
+        '    out = a.data.copy()\n    ### END SOLUTION\n    return _result(out, "neg"'),
+    Bug("log-base-10", "log is the base-10 logarithm", "elementwise", "    out = np.log(a.data)", "    out = np.log10(a.data)"),
+    Bug("tanh-by-exp-overflows", "tanh from exponentials, which gives nan for large inputs", "elementwise",
+        "    out = np.tanh(a.data)", "    out = (np.exp(2 * a.data) - 1) / (np.exp(2 * a.data) + 1)"),
+    Bug("masked-fill-inverted", "masked_fill keeps the values where the mask is True and fills the others",
+        "indexing", "    out = np.where(mask, np.asarray(_data(value), dtype=a.dtype), a.data)",
+        "    out = np.where(mask, a.data, np.asarray(_data(value), dtype=a.dtype))"),
+]
+
 BUGS["02"] = [
     Bug("abs-grad-one", "the gradient of |a| is taken as 1 everywhere", "elementwise-gradients",
         "    return (grad * np.sign(a.data),)", "    return (grad,)"),
@@ -134,6 +164,23 @@ BUGS["02"] += [
         "shape-gradients", "    return (np.transpose(grad, np.argsort(dims)),)", "    return (np.transpose(grad, dims),)"),
 ]
 
+BUGS["02"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("sub-grad-both-plus", "sub's gradient is +grad for both inputs", "arithmetic-gradients",
+        "    return grad, -grad", "    return grad, grad"),
+    Bug("mul-grad-own-input", "mul's gradients multiply by each input's own value", "arithmetic-gradients",
+        "    return grad * b.data, grad * a.data", "    return grad * a.data, grad * b.data"),
+    Bug("log-grad-times-a", "log's gradient multiplies by a instead of dividing", "elementwise-gradients",
+        "    return (grad / a.data,)", "    return (grad * a.data,)"),
+    Bug("matmul-grad-a-not-transposed", "matmul's gradient for A uses B, not B transposed (square B hides it)",
+        "matmul-gradient", "        grad_a = grad @ np.swapaxes(B, -1, -2)", "        grad_a = grad @ B"),
+    Bug("matmul-grad-vector-keeps-axis", "a 1-D B's gradient keeps the added axis", "matmul-gradient",
+        "    if b.ndim == 1:\n        grad_b = grad_b[..., 0]\n", ""),
+    Bug("unbroadcast-no-leading-sum", "unbroadcast never sums the added leading axes", "unbroadcast",
+        "    if extra > 0:\n        grad = grad.sum(axis=tuple(range(extra)))\n", ""),
+    Bug("unbroadcast-copies", "unbroadcast returns a copy when the shapes already match", "unbroadcast",
+        "    if grad.shape == shape:\n        return grad\n", "    if grad.shape == shape:\n        return grad.copy()\n"),
+]
+
 BUGS["03"] = [
     Bug("softmax-no-max-shift", "softmax exponentiates the logits without subtracting the row maximum", "softmax",
         "    e = np.exp(x.data - x.data.max(axis=axis, keepdims=True))", "    e = np.exp(x.data)"),
@@ -167,6 +214,30 @@ BUGS["03"] = [
                 seen.add(id(obj))""", """                if isinstance(obj, Module) and id(obj) in seen:
                     continue
                 seen.add(id(obj))"""),
+]
+
+BUGS["03"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("walk-skips-lists", "the walk does not look inside lists and tuples", "module",
+        "            elif isinstance(obj, (list, tuple)):\n                children = list(enumerate(obj))\n", ""),
+    Bug("walk-skips-dicts", "the walk does not look inside dicts", "module",
+        "            elif isinstance(obj, dict):\n                children = list(obj.items())\n", ""),
+    Bug("linear-forgets-bias", "linear never adds the bias", "linear",
+        "    if bias is not None:\n        out = out + bias.data\n", ""),
+    Bug("linear-bias-grad-mean", "the bias gradient averages the rows instead of summing them", "linear",
+        "rows.sum(axis=0))", "rows.mean(axis=0))"),
+    Bug("linear-init-fan-out", "the bias bound uses out_features (fan-out) instead of in_features", "linear",
+        "        bound = 1.0 / math.sqrt(in_features)", "        bound = 1.0 / math.sqrt(out_features)"),
+    Bug("softmax-grad-no-rowsum", "softmax's gradient forgets to subtract the row sum of grad·s", "softmax",
+        "    return (s * (grad - (grad * s).sum(axis=axis, keepdims=True)),)", "    return (s * grad,)"),
+    Bug("embedding-grad-rows-unsorted", "the rows of the gradient are not put in the order of the sorted ids",
+        "embedding", "        rows = grad.reshape(-1, grad.shape[-1])[order]", "        rows = grad.reshape(-1, grad.shape[-1])"),
+    Bug("embedding-grad-first-only", "a repeated id gets the gradient of its first occurrence only", "embedding",
+        "        grad_w[unique] = np.add.reduceat(rows, starts, axis=0)", "        grad_w[unique] = rows[starts]"),
+    Bug("dropout-keeps-p", "dropout keeps a fraction p of the elements instead of dropping it", "dropout",
+        "        keep = rng.random(x.shape) >= self.p", "        keep = rng.random(x.shape) < self.p"),
+    Bug("dropout-no-rescale", "dropout zeroes elements but does not scale the survivors", "dropout",
+        "        return x * Tensor((keep / (1.0 - self.p)).astype(x.dtype))",
+        "        return x * Tensor(keep.astype(x.dtype))"),
 ]
 
 BUGS["04"] = [
@@ -222,6 +293,38 @@ BUGS["04"] += [
         "        log_p, log_q = np.log(p.data), np.log1p(-p.data)"),
 ]
 
+BUGS["04"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("mse-abs", "mse_loss averages the absolute errors", "mse-loss",
+        "    return (diff * diff).mean()", "    return abs(diff).mean()"),
+    Bug("mse-root", "mse_loss takes the root of the mean square (RMSE)", "mse-loss",
+        "    return (diff * diff).mean()", "    return (diff * diff).mean().sqrt()"),
+    Bug("sgd-decay-after-momentum", "SGD adds the weight decay after the momentum", "sgd",
+        """        if self.weight_decay:
+            grad = grad + self.weight_decay * param
+        if self.momentum:""", """        if self.momentum:"""),
+    Bug("sgd-momentum-first-scaled", "the momentum buffer starts at (1 − μ)·g (an average) instead of g", "sgd",
+        '                state["momentum"] = grad.copy()', '                state["momentum"] = (1 - self.momentum) * grad'),
+    Bug("adam-eps-inside-sqrt", "eps goes inside the square root", "adam",
+        "        param -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)",
+        "        param -= self.lr * m_hat / np.sqrt(v_hat + self.eps)"),
+    Bug("adamw-decay-without-lr", "AdamW shrinks the weights by weight_decay, not lr · weight_decay", "adamw",
+        "        param *= 1 - self.lr * self.weight_decay", "        param *= 1 - self.weight_decay"),
+    Bug("adamw-decay-through-gradient", "AdamW adds the decay to the gradient (Adam's L2), not to the weights",
+        "adamw", """        param *= 1 - self.lr * self.weight_decay
+        self.adam_step(param, grad, state)""", """        self.adam_step(param, grad + self.weight_decay * param, state)"""),
+    Bug("clip-always-scales", "clip_grad_norm_ scales even when the norm is below max_norm", "clip-grad-norm",
+        "    if scale < 1:\n        for g in grads:\n            g *= scale",
+        "    if True:\n        for g in grads:\n            g *= scale"),
+    Bug("clip-l1-norm", "the total norm adds the parameters' norms instead of their squares", "clip-grad-norm",
+        "    total_norm = math.sqrt(sum(float(np.linalg.norm(g)) ** 2 for g in grads))",
+        "    total_norm = sum(float(np.linalg.norm(g)) for g in grads)"),
+    Bug("cosine-over-total", "the cosine's progress counts from step 0, not from the end of warmup", "lr-schedule",
+        "    progress = (step - warmup_steps) / (total_steps - warmup_steps)", "    progress = step / total_steps"),
+    Bug("cosine-to-zero", "the cosine decays to 0, not to min_lr", "lr-schedule",
+        "    return min_lr + 0.5 * (base_lr - min_lr) * (1 + math.cos(math.pi * progress))",
+        "    return 0.5 * base_lr * (1 + math.cos(math.pi * progress))"),
+]
+
 BUGS["05"] = [
     Bug("causal-off-by-one", "the causal mask blocks the diagonal too (j < i instead of j <= i)", "masks",
         "    return np.arange(n_keys)[None, :] <= np.arange(seq_len)[:, None] + offset",
@@ -257,6 +360,37 @@ BUGS["05"] = [
         "memory-efficient", "            acc *= rescale\n", ""),
 ]
 
+BUGS["05"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("backward-dv-not-transposed", "dV is P @ dO instead of Pᵀ @ dO (square when n = m)", "attention-backward",
+        "    dV = np.swapaxes(weights, -1, -2) @ grad if V.requires_grad else None",
+        "    dV = weights @ grad if V.requires_grad else None"),
+    Bug("backward-rowsum-of-dp", "the row sum is taken over dP alone, not dP ⊙ P", "attention-backward",
+        "    row_dot = np.sum(grad * out.data, axis=-1, keepdims=True)",
+        "    row_dot = np.sum(grad @ np.swapaxes(V.data, -1, -2), axis=-1, keepdims=True)"),
+    Bug("self-attention-k-from-q", "the keys are made with the query projection", "self-attention",
+        "scaled_dot_product_attention(self.q_proj(x), self.k_proj(x), self.v_proj(x), mask)",
+        "scaled_dot_product_attention(self.q_proj(x), self.q_proj(x), self.v_proj(x), mask)"),
+    Bug("self-attention-values-unprojected", "the values are the input itself, not v_proj(x)", "self-attention",
+        "scaled_dot_product_attention(self.q_proj(x), self.k_proj(x), self.v_proj(x), mask)",
+        "scaled_dot_product_attention(self.q_proj(x), self.k_proj(x), x, mask)"),
+    Bug("self-attention-mask-dropped", "the mask is not passed on", "self-attention",
+        "scaled_dot_product_attention(self.q_proj(x), self.k_proj(x), self.v_proj(x), mask)",
+        "scaled_dot_product_attention(self.q_proj(x), self.k_proj(x), self.v_proj(x), None)"),
+    Bug("lsh-one-sided", "the hash takes the argmax of the rotations only, not of [r, −r]", "lsh-buckets",
+        "    return np.argmax(np.concatenate([rotated, -rotated], axis=-1), axis=-1)",
+        "    return np.argmax(np.concatenate([rotated, rotated], axis=-1), axis=-1)"),
+    Bug("lsh-unseeded", "the rotations ignore the seed", "lsh-buckets",
+        "    rng = np.random.default_rng(seed)", "    rng = np.random.default_rng()"),
+    Bug("lsh-rotations-full-buckets", "the rotations have n_buckets columns, so the hash has 2·n_buckets buckets",
+        "lsh-buckets", "    rotations = rng.standard_normal((x.shape[-1], n_hashes, n_buckets // 2)).astype(x.dtype)",
+        "    rotations = rng.standard_normal((x.shape[-1], n_hashes, n_buckets)).astype(x.dtype)"),
+    Bug("online-softmax-sum-not-rescaled", "the running sum is not rescaled when the maximum grows", "memory-efficient",
+        "            row_sum = row_sum * rescale + p.sum(axis=-1, keepdims=True)",
+        "            row_sum = row_sum + p.sum(axis=-1, keepdims=True)"),
+    Bug("online-softmax-max-not-kept", "the running maximum is never updated", "memory-efficient",
+        "            row_max = new_max\n", ""),
+]
+
 BUGS["06"] = [
     Bug("vocab-unsorted", "the vocabulary is the set of characters in set order, not sorted", "char-tokenizer",
         "        self.chars = sorted(set(text))", "        self.chars = list(set(text))"),
@@ -279,6 +413,34 @@ BUGS["06"] = [
     Bug("cache-past-the-context", "generation keeps feeding the cache past max_seq_len instead of rebuilding it",
         "generate", "                if use_cache and caches is not None and idx.shape[1] <= self.max_seq_len:",
         "                if use_cache and caches is not None:"),
+]
+
+BUGS["06"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("decode-no-range-check", "decode lets a negative id through (Python reads it from the end)", "char-tokenizer",
+        "        bad = ids[(ids < 0) | (ids >= self.vocab_size)]", "        bad = ids[ids >= self.vocab_size]"),
+    Bug("encode-skips-unknown", "encode drops characters outside the vocabulary instead of refusing them",
+        "char-tokenizer", "            return [self.stoi[ch] for ch in text]",
+        "            return [self.stoi[ch] for ch in text if ch in self.stoi]"),
+    Bug("targets-not-shifted", "the targets are the inputs themselves, not shifted by one", "get-batch",
+        "    return data[window], data[window + 1]", "    return data[window], data[window]"),
+    Bug("batch-ignores-rng", "get_batch draws from a new generator, not the one it is given", "get-batch",
+        "    starts = rng.integers(0, len(data) - block_size, size=batch_size)",
+        "    starts = np.random.default_rng().integers(0, len(data) - block_size, size=batch_size)"),
+    Bug("mlp-hidden-is-embed", "the hidden layer is embed_dim wide, not hidden_dim", "mlp",
+        "        self.fc = Linear(embed_dim, hidden_dim)\n        self.act = GELU()\n        self.proj = Linear(hidden_dim, embed_dim)",
+        "        self.fc = Linear(embed_dim, embed_dim)\n        self.act = GELU()\n        self.proj = Linear(embed_dim, embed_dim)"),
+    Bug("mlp-act-last", "the MLP applies GELU after the second Linear instead of between the two", "mlp",
+        "        return self.dropout(self.proj(self.act(self.fc(x))))", "        return self.dropout(self.act(self.proj(self.fc(x))))"),
+    Bug("block-no-attention-residual", "the attention branch replaces x instead of adding to it", "transformer-block",
+        "        x = x + self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache))",
+        "        x = self.dropout(self.attn(self.ln1(x), mask=mask, cache=cache))"),
+    Bug("block-shared-layer-norm", "both branches use ln1", "transformer-block",
+        "        return x + self.mlp(self.ln2(x))", "        return x + self.mlp(self.ln1(x))"),
+    Bug("gpt-untied-head-uses-embedding", "the logits always come from the token embedding, head or not", "gpt",
+        "        if self.lm_head is None:\n            return x @ self.token_embedding.weight.transpose()\n",
+        "        return x @ self.token_embedding.weight.transpose()\n"),
+    Bug("top-k-keeps-one-more", "top-k keeps the k + 1 largest logits", "generate",
+        "        kth = np.sort(logits, axis=-1)[:, -top_k][:, None]", "        kth = np.sort(logits, axis=-1)[:, -top_k - 1][:, None]"),
 ]
 
 BUGS["07"] = [  # from the module 07 author's list, each re-checked here

@@ -253,14 +253,14 @@ def hostile(tmp_path_factory, listener):
 def test_the_honest_submission_scores_everything(hostile):
     _, rows, _, _ = hostile
     honest = rows["honest"]
-    assert honest.total == honest.max_total == 20, honest.scores
+    assert honest.total == honest.max_total == 22, honest.scores
     assert not (honest.died or honest.limits or honest.timed_out or honest.error or honest.failures)
 
 
 def test_every_attack_fails_and_the_answer_process_is_started_again_after_it_dies(hostile):
     _, rows, _, accepted = hostile
     got = {gid: s for gid, (s, _) in rows["hostile"].scores.items()}
-    assert got == {"test-constructor": 2, **{gid: 0 for gid in ATTACKS}}, got
+    assert got == {"test-constructor": 2, "test-broadcast-check": 2, **{gid: 0 for gid in ATTACKS}}, got
     assert not accepted, "the submission reached a server on the grading machine"
 
 
@@ -317,7 +317,7 @@ def test_no_sandbox_warns_and_still_grades(hostile):
                           env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("warning: --no-sandbox: the submissions run with your rights"), done.stderr
-    assert "honest" in done.stdout and " 20 " in done.stdout
+    assert "honest" in done.stdout and " 22 " in done.stdout
 
 
 def _running(marker: str) -> bool:

@@ -10,7 +10,7 @@ RECORD = """
 import sys
 from tito import progress
 from tito.workspace import Workspace
-from tito.testing import Checks, Outcome
+from tito.module_checks import Checks, Outcome
 ws = Workspace.find(sys.argv[1])
 module = ws.module(sys.argv[2])
 for _ in range(int(sys.argv[3])):

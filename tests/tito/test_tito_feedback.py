@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tito.testing import failure_reason
+from tito.module_checks import failure_reason
 from tito_helpers import REPO, as_student, assert_one_line_error, edit_notebook, notebook_path, run_tito
 
 ADD = "    out = a.data + b.data\n"
@@ -113,8 +113,9 @@ def test_a_broadcasting_bug_is_named_by_exercise_with_the_values_compared(course
     assert "test_" in rows[0] and "could not be broadcast" in rows[0], "the first failing test and its message"
 
     # the judge's verdict on the exercise: its checks by name, with the expected and the received values
-    graded = rows_with(graded_part, f"{ARITHMETIC} (grade_id `arithmetic`)")
+    graded = [r for r in rows_with(graded_part, f"{ARITHMETIC} (grade_id `arithmetic`)") if "fix first" not in r]
     assert len(graded) == 1 and "failed" in graded[0], graded_part
+    assert rows_with(graded_part, "fix first") == [f"fix first: {ARITHMETIC} (grade_id `arithmetic`)"], graded_part
     assert "check 'a + b': expected float32 (2, 2) [11., 22., 13., 24.], received float32 (2, 2) [11., 12., 23., 24.]" \
         in graded[0], graded[0]
 

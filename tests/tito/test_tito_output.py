@@ -7,7 +7,7 @@ from rich.console import Console
 
 from tito import output
 from tito.commands import module
-from tito.testing import Checks, Outcome
+from tito.module_checks import Checks, Outcome
 from tito_helpers import run_tito
 
 LONG = ("check 'a * b': expected float32 (2, 2) [10., 40., 30., 80.], received float32 (2, 2) [11., 22., 33., 44.]; "

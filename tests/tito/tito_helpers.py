@@ -15,6 +15,8 @@ import pytest
 
 from tinytorch.core.tensor import Tensor
 
+pytestmark = pytest.mark.exercise("arithmetic")
+
 
 def test_mul_values():
     assert np.array_equal((Tensor([1.0, 2.0]) * Tensor([3.0, 4.0])).data, [3.0, 8.0])

@@ -14,7 +14,8 @@ from tito.notebooks import (Header, default_exp, exported_files, is_exported, mo
                             read_header, read_notebook)
 from tito.output import say
 from tito.student_workspace import reset_module
-from tito.testing import Checks, Outcome, not_done, run_judged_checks, run_notebook_checks, run_test_suite
+from tito.module_checks import (Checks, Outcome, fix_first, not_done, run_judged_checks, run_notebook_checks, run_test_suite,
+                          unjudged)
 from tito.workspace import Module, TitoError, Workspace
 
 app = typer.Typer(help="List, export, test and complete course modules.", no_args_is_help=True)
@@ -170,11 +171,19 @@ def _show_details(checks: list[Checks]):
 
 
 def _run_checks(ws: Workspace, module: Module, verbose: bool) -> tuple[Checks, Checks]:
-    tests = run_test_suite(ws, module)
+    try:
+        verdicts, judged = run_judged_checks(ws, module), None
+    except TitoError as e:  # the tests still say what they can, then this
+        verdicts, judged = unjudged(module), e
+    tests = run_test_suite(ws, module, verdicts)
     show_checks(f"pytest {ws.rel(ws.tests_for(module))}/", tests, verbose, list_passed=False)
+    if judged:
+        raise judged
     ran = run_notebook_checks(ws, module)
-    checks = Checks(run_judged_checks(ws, module).outcomes + ran.outcomes, ran.missing)
+    checks = Checks(verdicts.outcomes + ran.outcomes, ran.missing)
     show_checks(f"graded checks of {ws.rel(module.notebook)} (one verdict per exercise)", checks, verbose)
+    if first := fix_first(verdicts, tests):
+        say(f"fix first: {first}", "bold red")
     failing = [o for c in (tests, checks) for o in c.outcomes if o.status in ("failed", "error")]
     if verbose:
         _show_details([tests, checks])

@@ -446,12 +446,36 @@ def judge(probes: Probes, expected: list, answers, detail: bool = False) -> list
         if v.passed:
             v.points = cell.points
         verdicts.append(v)
-    by_exercise = {v.exercise: v for v in verdicts}
-    for v, cell in zip(verdicts, probes.cells):
-        failed_before = [by_exercise[a] for a in cell.after if a in by_exercise and not by_exercise[a].passed]
-        if not v.passed and failed_before:
-            v.blame = f"fix {failed_before[0].title} first"
+    failing = {v.exercise: v for v in verdicts if not v.passed}
+    graph = builds_on(probes)
+    for v in failing.values():
+        if root := fix_first(v.exercise, graph, failing):
+            v.blame = f"fix {failing[root].title} first"
     return verdicts
+
+
+def builds_on(probes: Probes) -> dict:
+    "Each checked exercise -> every exercise its check builds on (its `after=`, and theirs), in notebook order."
+    direct = {c.exercise: c.after for c in probes.cells}
+    order = {c.exercise: i for i, c in enumerate(probes.cells)}
+    graph = {}
+    for exercise in direct:
+        seen, todo = set(), list(direct[exercise])
+        while todo:
+            a = todo.pop()
+            if a not in seen and a != exercise:
+                seen.add(a)
+                todo.extend(direct.get(a, ()))
+        graph[exercise] = sorted(seen, key=lambda a: order.get(a, len(order)))
+    return graph
+
+
+def fix_first(exercise: str, graph: dict, failing) -> Optional[str]:
+    """The failing exercise that `exercise` builds on and that builds on no failing one (the first such), else
+    the first failing one it builds on, else None."""
+    below = [a for a in graph.get(exercise, ()) if a in failing]
+    roots = [a for a in below if not any(b in failing for b in graph.get(a, ()))]
+    return next(iter(roots or below), None)
 
 
 def verdict_kind(verdict: Verdict) -> str:

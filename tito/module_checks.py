@@ -1,10 +1,11 @@
-"""Run a module's checks: its pytest suite against the exported package, and the notebook's graded cells.
+"""Run a module's checks: the notebook's graded cells as the judge decides them, and its pytest suite.
 
-Every failure is named as the student sees it in the notebook: a pytest failure by the exercise it comes from
-(the exercise whose own code raised, else the most suspicious of the exercises the test called: called by many
-failing tests and few passing ones, from the calls `tito.pytest_plugin` records), a notebook cell by its title
-and grade_id (`tito.notebooks.cell_title`). Its reason is one line that keeps the values a check compared; the
-full failure is kept for `--verbose`.
+The judge gives one verdict per exercise; an exercise that fails because one it builds on (its check's `after=`)
+fails says "fix Exercise N first". Every test declares the exercise it exercises
+(`@pytest.mark.exercise("grade_id")`, read by `tito.pytest_plugin`), and a failing test is shown under it, with the
+same "fix Exercise N first" when the verdicts say so: one verdict per exercise, everywhere. A notebook cell is named by
+its title and grade_id (`tito.notebooks.cell_title`). A failure's reason is one line that keeps the values a check
+compared; the full failure is kept for `--verbose`.
 
 Notebooks run in a fresh kernel with a time limit per cell that holds: a cell over `cell_timeout` is interrupted,
 and one that ignores the interrupt has its kernel killed `KILL_GRACE` seconds later. Ctrl-C stops the kernel and
@@ -13,10 +14,6 @@ is one line (a TitoError).
 from __future__ import annotations
 
 import asyncio
-import collections
-import functools
-import json
-import math
 import os
 import re
 import signal
@@ -28,14 +25,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
-from typing import NamedTuple
 
-from tito.course import ANSI, Module, TitoError, Workspace, last_line, one_line, tool_env
-from tito.notebooks import (cell_at, cell_index, cell_title, grade_id, is_exercise, is_graded, parse_notebook,
-                            source_notebook)
+from tito.output import ANSI, last_line, one_line
+from tito.workspace import Module, TitoError, Workspace, tool_env
+from tito.notebooks import cell_title, grade_id, is_exercise, is_graded, parse_notebook
 
 NOT_DONE = "NotImplementedError"
-TRACEBACK_FRAME = re.compile(r"^(\S+\.py):(\d+): ", re.MULTILINE)  # a frame of a pytest traceback
 KERNEL_CELL = re.compile(r"Cell In\[(\d+)\], line \d+")  # IPython's traceback frames
 REASON_WIDTH = 400  # characters of a one-line reason: enough for the values a check compared
 SLOW_HINT = ("; if the cell is right but the machine is busy or slow, close other programs or raise settings.ini "
@@ -70,14 +65,15 @@ del _tito_rewrite_asserts
 
 @dataclass(frozen=True)
 class Outcome:
-    """One test or notebook cell: its name, passed/failed/skipped/error, a one-line reason, the exercise a failure
-    is blamed on (its title and grade_id, or ''), the full failure (for --verbose) and the pytest node id."""
+    """One verdict, test or notebook cell: its name, passed/failed/skipped/error, a one-line reason, its exercise
+    (its title and grade_id, or ''), the full failure (for --verbose), the pytest node id, the exercise's grade_id."""
     name: str
     status: str
     reason: str = ""
     exercise: str = ""
     detail: str = ""
     nodeid: str = ""
+    gid: str = ""
 
 
 @dataclass
@@ -96,6 +92,38 @@ class Checks:
 
     def counts(self) -> dict[str, int]:
         return {status: self.count(status) for status in ("passed", "failed", "error", "skipped")}
+
+
+@dataclass
+class Verdicts(Checks):
+    "The judge's verdicts, one per exercise (titled as the student sees it), and what each exercise builds on."
+    builds_on: dict = field(default_factory=dict)  # grade_id -> the grade_ids its check builds on (`after=`, deep)
+    names: dict = field(default_factory=dict)  # grade_id -> title, for exercises without a verdict
+
+    @property
+    def titles(self) -> dict[str, str]:
+        return {**self.names, **{o.gid: o.name for o in self.outcomes}}
+
+    def failing(self) -> dict[str, Outcome]:
+        return {o.gid: o for o in self.outcomes if o.status != "passed"}
+
+    def fix_first(self, gid: str) -> str:
+        "The failing exercise that `gid` builds on to fix before it ('' when there is none)."
+        from tito.grading.judge import fix_first
+
+        return fix_first(gid, self.builds_on, self.failing()) or ""
+
+    def order(self) -> list[str]:
+        "The exercises, those to fix first in front (failing and building on no failing one), in notebook order."
+        failing = self.failing()
+        first = [g for g in failing if not self.fix_first(g)]
+        return first + [o.gid for o in self.outcomes if o.gid not in first]
+
+    @property
+    def first(self) -> str:
+        "The title of the exercise to fix first, or '' when every exercise passes."
+        failing = self.failing()
+        return next((failing[g].name for g in self.order() if g in failing), "")
 
 
 def not_done(gid: str | None) -> str:
@@ -163,8 +191,11 @@ def _assert_reason(lines: list[str]) -> str:
 # --- the module's pytest suite -----------------------------------------------------------------------
 
 
-def run_test_suite(ws: Workspace, module: Module) -> Checks:
-    "Run `tests/NN_topic/` with pytest against the workspace's package and read its JUnit report."
+def run_test_suite(ws: Workspace, module: Module, verdicts: Verdicts, stop_early: bool = False) -> Checks:
+    """Run `tests/NN_topic/` with pytest against the workspace's package and read its JUnit report. Each failure is
+    shown under the exercise its test declares, with "fix Exercise N first" when the verdicts say an exercise it
+    builds on fails; failures under the exercise to fix first come first. With `stop_early`, the tests run in
+    that order of exercises and stop after the first exercise with a failing test."""
     tests = ws.tests_for(module)
     if not tests.is_dir():
         return Checks(missing=f"module {module.number} has no test suite ({ws.rel(tests)}/ does not exist)")
@@ -172,6 +203,8 @@ def run_test_suite(ws: Workspace, module: Module) -> Checks:
         report = Path(tmp) / "junit.xml"
         cmd = [sys.executable, "-m", "pytest", str(tests), "-q", "--tb=short", "-p", "no:cacheprovider",
                "-p", "tito.pytest_plugin", f"--junitxml={report}"]
+        if stop_early:
+            cmd.append(f"--tito-stop-early={','.join(verdicts.order())}")
         env = {**tool_env(ws.root), "TITO_PACKAGE_DIR": str(ws.lib_dir)}
         try:
             done = subprocess.run(cmd, cwd=ws.root, env=env, capture_output=True, text=True, timeout=ws.test_timeout)
@@ -182,93 +215,41 @@ def run_test_suite(ws: Workspace, module: Module) -> Checks:
         if not report.is_file():
             raise TitoError(f"pytest could not run {ws.rel(tests)}/ (exit code {done.returncode}): "
                             f"{last_line(done.stdout + done.stderr)}")
-        outcomes = _read_junit(ws, module, report)
+        outcomes = [_junit_outcome(case, verdicts) for case in ET.parse(report).getroot().iter("testcase")]
     if not outcomes:
         return Checks(missing=f"pytest found no tests in {ws.rel(tests)}/")
-    return Checks(outcomes)
+    first = verdicts.order()
+    rank = {gid: i for i, gid in enumerate(first)}
+    bad = sorted((o for o in outcomes if o.status in ("failed", "error")), key=lambda o: rank.get(o.gid, len(rank)))
+    return Checks([o for o in outcomes if o.status not in ("failed", "error")] + bad)
 
 
-class Exercise(NamedTuple):
-    "An exercise cell: its grade_id, its title as the student sees it, and its notebook."
-    gid: str
-    title: str
-    notebook: Path
+def fix_first(verdicts: Verdicts, tests: Checks) -> str:
+    """The exercise tito names first: the verdicts' (see `Verdicts.first`), else, when every verdict passes (the
+    visible checks do not catch everything), the exercise of the first failing test; '' when nothing fails."""
+    failing = (o for o in tests.outcomes if o.status in ("failed", "error"))
+    return verdicts.first or next((o.exercise for o in failing if o.exercise), "")
 
 
-@dataclass
-class _Case:
-    "One test of the JUnit report, before it is blamed on an exercise."
-    name: str
-    tag: str  # failure, error, skipped, or '' (passed)
-    node: ET.Element | None
-    props: dict
-    called: list[Exercise]  # the module's exercises the test called, in order of first call
-
-
-def _read_junit(ws: Workspace, module: Module, report: Path) -> list[Outcome]:
-    """The outcomes of the report. A failure is blamed on the module's exercise that is most suspicious by the
-    Ochiai measure (called by many failing tests, few passing ones), among the exercises it called."""
-    exercise_at = functools.lru_cache(maxsize=None)(functools.partial(_exercise_at, ws))
-    own = module.notebook.resolve()
-    cases = []
-    for case in ET.parse(report).getroot().iter("testcase"):
-        name = f"{case.get('classname', '').rpartition('.')[2]}::{case.get('name')}".lstrip(":")
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        tag, node = next(((t, n) for t in ("failure", "error", "skipped") if (n := case.find(t)) is not None),
-                         ("", None))
-        calls = (exercise_at(path, line) for path, line in json.loads(props.get("tito-calls") or "[]"))
-        cases.append(_Case(name, tag, node, props, list(dict.fromkeys(e for e in calls if e and e.notebook == own))))
-    failing = [c for c in cases if c.tag in ("failure", "error")]
-    in_failing = collections.Counter(e for c in failing for e in c.called)
-    in_passing = collections.Counter(e for c in cases if not c.tag for e in c.called)
-
-    def suspicion(e: Exercise) -> float:
-        return in_failing[e] / math.sqrt(len(failing) * (in_failing[e] + in_passing[e]))
-
-    return [_junit_outcome(c, exercise_at, own, suspicion) if c.tag else Outcome(c.name, "passed") for c in cases]
-
-
-def _junit_outcome(case: _Case, exercise_at, own: Path, suspicion) -> Outcome:
-    "A failed, errored or skipped test: blamed on an exercise, with a one-line reason."
-    status = {"failure": "failed"}.get(case.tag, case.tag)
-    message, text = case.node.get("message", ""), case.node.text or ""
-    if status == "skipped":
-        return Outcome(case.name, status, one_line(message or text))
-    located = [exercise_at(path, int(line)) for path, line in reversed(TRACEBACK_FRAME.findall(text))]
-    frames, raised_in = [e for e in located if e], next(iter(located), None)  # innermost first
-    if message.startswith(NOT_DONE) or f"E   {NOT_DONE}" in text:  # the innermost exercise raised it
-        blamed = frames[0] if frames else None
-        reason = not_done(blamed and blamed.gid)
-    elif raised_in and raised_in.notebook == own:  # the student's own code raised it
-        blamed, reason = raised_in, failure_reason(message or text)
+def _junit_outcome(case: ET.Element, verdicts: Verdicts) -> Outcome:
+    "One test of the JUnit report, under the exercise it declares, with a one-line reason when it did not pass."
+    name = f"{case.get('classname', '').rpartition('.')[2]}::{case.get('name')}".lstrip(":")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    gid, nodeid = props.get("tito-exercise", ""), props.get("tito-nodeid", "")
+    tag, node = next(((t, n) for t in ("failure", "error", "skipped") if (n := case.find(t)) is not None), ("", None))
+    if not tag:
+        return Outcome(name, "passed", gid=gid, nodeid=nodeid)
+    message, text = node.get("message", ""), node.text or ""
+    if tag == "skipped":
+        return Outcome(name, "skipped", one_line(message or text), gid=gid, nodeid=nodeid)
+    if message.startswith(NOT_DONE) or f"E   {NOT_DONE}" in text:
+        reason = not_done(None if verdicts.fix_first(gid) else gid or None)
     else:
-        candidates = list(dict.fromkeys([e for e in frames if e.notebook == own] + case.called))
-        rank = lambda e: (suspicion(e) if e in case.called else 0.0, e in frames, -candidates.index(e))
-        blamed = max(candidates, key=rank, default=None)
         reason = failure_reason(message or text)
-    return Outcome(case.name, status, reason, exercise=blamed.title if blamed else "", detail=text.rstrip(),
-                   nodeid=case.props.get("tito-nodeid", ""))
-
-
-def _exercise_at(ws: Workspace, path: str, line: int) -> Exercise | None:
-    "The exercise cell that line `line` of an exported file came from (None if it is not one)."
-    file = (ws.root / path).resolve()
-    notebook, cid = source_notebook(file), cell_at(file, line)
-    if notebook is None or cid is None or not notebook.is_file():
-        return None
-    try:
-        nb = _notebook(notebook, notebook.stat().st_mtime_ns)
-    except ValueError:  # a notebook broken since the export; the traceback still stands on its own
-        return None
-    index = cell_index(nb, cid)
-    if index is None or not is_exercise(nb.cells[index]):
-        return None
-    return Exercise(grade_id(nb.cells[index]) or "?", cell_title(nb, index), notebook)
-
-
-@functools.lru_cache(maxsize=8)
-def _notebook(path: Path, mtime_ns: int):
-    return parse_notebook(path)
+    if first := verdicts.fix_first(gid):
+        reason = f"fix {verdicts.titles[first]} first; {reason}"
+    return Outcome(name, {"failure": "failed"}.get(tag, tag), reason, exercise=verdicts.titles.get(gid, gid),
+                   detail=text.rstrip(), nodeid=nodeid, gid=gid)
 
 
 # --- the notebook's graded cells ---------------------------------------------------------------------
@@ -302,10 +283,17 @@ def run_notebook_checks(ws: Workspace, module: Module) -> Checks:
     return Checks([o for o in others if o.status != "passed"])
 
 
-def run_judged_checks(ws: Workspace, module: Module) -> Checks:
-    """The graded cells' verdicts, as autograding decides them: the package answers every visible check in a
-    process of its own, and the judge compares the answers with the course's. In a student workspace the course's
-    answers ship beside the release notebook; in the course repository they come from the course's own package."""
+def unjudged(module: Module) -> Verdicts:
+    "No verdicts (the judge could not run), only the exercises' titles: the tests are still shown under them."
+    nb = parse_notebook(module.notebook)
+    return Verdicts(names={grade_id(c): cell_title(nb, i) for i, c in enumerate(nb.cells) if is_exercise(c)})
+
+
+def run_judged_checks(ws: Workspace, module: Module) -> Verdicts:
+    """The graded cells' verdicts, one per exercise, as autograding decides them: the package answers every visible
+    check in a process of its own, and the judge compares the answers with the course's. In a student workspace the
+    course's answers ship beside the release notebook; in the course repository they come from the course's own
+    package."""
     from tito.grading import judge
     from tito.grading.sandbox import Limits, run_answer
 
@@ -320,11 +308,9 @@ def run_judged_checks(ws: Workspace, module: Module) -> Checks:
             expected = judge.course_answers(ws, probes, Path(tmp) / "course", limits, ws.cell_timeout)
         answers = run_answer([c.tape for c in probes.cells], probes.modules, probes.package, Path(tmp) / "answers",
                              limits, ws.cell_timeout, path=ws.lib_dir.parent)
-    outcomes = []
-    for v in judge.judge(probes, expected, answers):
-        reason = v.message()
-        outcomes.append(Outcome(v.title, "passed" if v.passed else "failed", reason, detail=reason))
-    return Checks(outcomes)
+    outcomes = [Outcome(v.title, "passed" if v.passed else "failed", v.message(), detail=v.message(), gid=v.exercise)
+                for v in judge.judge(probes, expected, answers)]
+    return Verdicts(outcomes, builds_on=judge.builds_on(probes))
 
 
 def _cell_outcome(nb, index: int, exercises: dict, stopped: Stopped | None, timeout: int) -> Outcome:
