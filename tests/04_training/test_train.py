@@ -11,6 +11,9 @@ from tinytorch.core.optim import SGD, AdamW
 from tinytorch.core.tensor import Tensor
 from tinytorch.core.train import forward_loss, train_step, update
 
+# the given step is built from the exercises: SGD's update and zero_grad, clip_grad_norm_ (marked on its tests)
+pytestmark = pytest.mark.exercise("sgd")
+
 B, D, C = 6, 4, 3
 
 
@@ -56,6 +59,7 @@ def test_gradients_do_not_pile_up_across_steps(rng):
     np.testing.assert_allclose(b.data, expected_b, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.exercise("clip-grad-norm")
 def test_gradients_are_clipped_to_max_norm_when_asked(rng):
     model, w, b, x, y = problem(rng)
     w0, b0 = w.data.copy(), b.data.copy()
@@ -69,6 +73,7 @@ def test_gradients_are_clipped_to_max_norm_when_asked(rng):
     np.testing.assert_allclose(np.sqrt((w.grad.data ** 2).sum() + (b.grad.data ** 2).sum()), scale * norm, rtol=1e-12)
 
 
+@pytest.mark.exercise("clip-grad-norm")
 def test_a_max_norm_above_the_norm_changes_nothing(rng):
     model, w, b, x, y = problem(rng)
     w0 = w.data.copy()
@@ -131,6 +136,7 @@ def test_another_loss_function(rng):
     np.testing.assert_allclose(w.data, w0 - 0.1 * 2 * x.data.T @ residual / residual.size, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.exercise("clip-grad-norm")
 @pytest.mark.parametrize("max_norm", [0.0, -1.0])
 def test_a_max_norm_that_is_not_positive_is_refused(rng, max_norm):
     model, w, b, x, y = problem(rng)
