@@ -124,8 +124,8 @@ def test_export_needs_a_module_or_all(shared_course):
     assert_one_line_error(run_tito(shared_course, "module", "export"), "--all")
 
 
-def _export_cells(tmp_path, *sources):
-    "Export a notebook of the given code cells (the first is `#| default_exp pkg.a`) with the course's processors."
+def _export_cells(tmp_path, *sources, default="pkg.a"):
+    "Export a notebook of the given code cells (after `#| default_exp <default>`) with the course's processors."
     import nbformat
     from fastcore.xtras import working_directory
     from nbdev.export import nb_export
@@ -137,7 +137,7 @@ def _export_cells(tmp_path, *sources):
     (tmp_path / "lib" / "__init__.py").write_text("", encoding="utf-8")
     (tmp_path / "lib" / "pkg" / "__init__.py").write_text("", encoding="utf-8")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Siblings\n> Two modules, one notebook.")]
-                                  + [nbformat.v4.new_code_cell(s) for s in ("#| default_exp pkg.a", *sources)])
+                                  + [nbformat.v4.new_code_cell(s) for s in (f"#| default_exp {default}", *sources)])
     nbformat.write(nb, tmp_path / "siblings.ipynb")
     with working_directory(tmp_path):
         nb_export("siblings.ipynb", lib_path="lib", procs=nbdev_procs.PROCS)
@@ -190,3 +190,15 @@ def test_a_name_two_siblings_define_or_an_import_cycle_is_a_one_line_error(tmp_p
         _export_cells(tmp_path, *cells)
     message = str(error.value)
     assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_a_package_init_re_exports_its_siblings_names_through_nbdevs_all(tmp_path):
+    # `#| default_exp pkg.__init__` writes pkg/__init__.py; `_all_ = [names]` makes it import and list them
+    pkg = _export_cells(tmp_path, TWO_MODULES[0].replace("#| export", "#| export pkg.a"), TWO_MODULES[1],
+                        "#| export\n_all_ = [quadruple, double]\n", default="pkg.__init__")
+    init = (pkg / "__init__.py").read_text(encoding="utf-8")
+    assert "from .a import double\nfrom .b import quadruple\n" in init, init
+    assert "__all__ = ['quadruple', 'double']" in init, init
+    found = subprocess.run([sys.executable, "-c", "from lib.pkg import quadruple; print(quadruple(5))"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert found.stdout.strip() == "20", found.stderr
