@@ -3,6 +3,7 @@ them (listed in pyproject.toml `export_procs`). The answer process imports this 
 import ast
 import os
 import re
+import symtable
 from pathlib import Path
 
 BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
@@ -86,3 +87,109 @@ class FreshExtraModules:
             src = Path(os.path.relpath(nb_path, fname.parent)).as_posix()
             header = f'"""{doc}"""\n\n' if doc else summary
             fname.write_text(f"{header}{EXPORT_HEADER}{src}.\n\n# %% auto #0\n__all__ = []\n", encoding="utf-8")
+
+
+class ExportError(Exception):
+    "A notebook's modules cannot import each other as exported (a name two of them define, or an import cycle)."
+
+
+def defined_names(source: str) -> set:
+    "The names a module's code binds at top level by definition or assignment (not by import; no dunders)."
+    table = symtable.symtable(source, "<export>", "exec")
+    return {s.get_name() for s in table.get_symbols()
+            if s.is_assigned() and not s.is_imported() and not s.get_name().startswith("__")}
+
+
+def free_names(source: str) -> set:
+    "The global names a module's code reads, in any scope, that it neither defines nor imports."
+    top = symtable.symtable(source, "<export>", "exec")
+    used, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        for s in table.get_symbols():
+            if s.is_referenced() and (table is top or s.is_global()):
+                used.add(s.get_name())
+        tables.extend(table.get_children())
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    return used - bound
+
+
+def sibling_imports(sources: dict) -> dict:
+    """For each module (dotted name -> its exported code), {sibling: sorted names} it must import: the names it reads
+    that a sibling module of the same notebook defines. Raises ExportError on a name two siblings define, or a cycle."""
+    defines = {module: defined_names(code) for module, code in sources.items()}
+    needs = {}
+    for module, code in sources.items():
+        needs[module] = {}
+        for name in sorted(free_names(code)):
+            owners = [other for other in sources if other != module and name in defines[other]]
+            if len(owners) > 1:
+                raise ExportError(f"{module} uses `{name}`, which {' and '.join(owners)} both define")
+            if owners:
+                needs[module].setdefault(owners[0], []).append(name)
+    _check_acyclic(needs)
+    return needs
+
+
+def _check_acyclic(needs: dict):
+    "Raise ExportError naming the modules and names of an import cycle in `needs` (module -> {sibling: names})."
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            cycle = path[path.index(module):] + [module]
+            steps = ", ".join(f"{a} uses {', '.join(needs[a][b])} from {b}" for a, b in zip(cycle, cycle[1:]))
+            raise ExportError(f"import cycle between the modules of one notebook: {steps}")
+        if module in done:
+            return
+        path.append(module)
+        for sibling in needs[module]:
+            visit(sibling)
+        path.pop()
+        done.add(module)
+
+    for module in needs:
+        visit(module)
+
+
+def insert_imports(cell, lines: list):
+    "Put import `lines` in a cell's code after the imports it opens with (or at its top)."
+    body = ast.parse(cell.source).body
+    end = 0
+    for node in body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            break
+        end = node.end_lineno
+    src = cell.source.splitlines(keepends=True)
+    block = "".join(line + "\n" for line in lines)
+    if end:
+        cell.source = "".join(src[:end]) + block + "".join(src[end:])
+    else:
+        cell.source = block + "\n\n" + "".join(src).lstrip("\n")
+
+
+class SiblingImports:
+    """Let the modules one notebook exports use each other's names. In the notebook every cell shares one
+    namespace; in the package, each exported module gets `from .losses import cross_entropy` on top (after the
+    imports its first exported cell opens with) for each name it reads that a sibling module defines at top level."""
+
+    def __init__(self, nb): self.nb = nb
+
+    def begin(self):
+        modules = exported_cells(self.nb)
+        default = next((c.directives_["default_exp"].strip() for c in self.nb.cells
+                        if c.cell_type == "code" and "default_exp" in c.directives_), None)
+        named = {(name or default): cells for name, cells in modules.items() if name or default}
+        if len(named) < 2:
+            return
+        from nbdev.config import get_config
+
+        package = Path(get_config().lib_path).name
+        sources = {module: "\n".join(c.source for c in cells) for module, cells in named.items()}
+        for module, needed in sibling_imports(sources).items():
+            if needed:  # written absolute, as in a notebook: nbdev makes them relative (`from .losses import ...`)
+                insert_imports(named[module][0], [f"from {package}.{sibling.removesuffix('.__init__')} import "
+                                                  f"{', '.join(names)}" for sibling, names in sorted(needed.items())])
+
+
+PROCS = [strip_solution_markers, FreshExtraModules, SiblingImports]  # the order nbdev runs them in

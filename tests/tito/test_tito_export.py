@@ -1,5 +1,6 @@
 """`tito module export`: the same files as nbdev-export, and nothing changes when anything fails."""
 import ast
+import json
 import os
 import re
 import shutil
@@ -121,3 +122,83 @@ def test_bad_input_is_one_line_and_leaves_the_package_alone(course, case, comman
 
 def test_export_needs_a_module_or_all(shared_course):
     assert_one_line_error(run_tito(shared_course, "module", "export"), "--all")
+
+
+def _export_cells(tmp_path, *sources, default="pkg.a"):
+    "Export a notebook of the given code cells (after `#| default_exp <default>`) with the course's processors."
+    import nbformat
+    from fastcore.xtras import working_directory
+    from nbdev.export import nb_export
+
+    from tito import nbdev_procs
+
+    (tmp_path / "pyproject.toml").write_text('[tool.nbdev]\nlib_path = "lib"\nnbs_path = "."\n', encoding="utf-8")
+    (tmp_path / "lib" / "pkg").mkdir(parents=True)
+    (tmp_path / "lib" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "lib" / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Siblings\n> Two modules, one notebook.")]
+                                  + [nbformat.v4.new_code_cell(s) for s in (f"#| default_exp {default}", *sources)])
+    nbformat.write(nb, tmp_path / "siblings.ipynb")
+    with working_directory(tmp_path):
+        nb_export("siblings.ipynb", lib_path="lib", procs=nbdev_procs.PROCS)
+    return tmp_path / "lib" / "pkg"
+
+
+TWO_MODULES = ('#| export\nimport math\n\ndef double(x):\n    "Twice x."\n    return 2 * x\n',
+               '#| export pkg.b\ndef quadruple(x, f=double):\n    "Four times x."\n    return f(double(x))\n',
+               '#| export pkg.b\nclass Scale:\n    "Scales."\n    def __call__(self, x, double=3):\n'
+               '        return [double for double in range(x)]\n')
+
+
+def test_a_module_imports_what_its_sibling_of_the_same_notebook_defines(tmp_path):
+    pkg = _export_cells(tmp_path, *TWO_MODULES)
+    text = (pkg / "b.py").read_text(encoding="utf-8")
+    assert "from .a import double\n" in text, text
+    assert "import" not in (pkg / "a.py").read_text(encoding="utf-8").split("import math", 1)[1], "a uses nothing of b"
+    found = subprocess.run([sys.executable, "-c", "from lib.pkg.b import quadruple; print(quadruple(5))"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert found.stdout.strip() == "20", found.stderr
+
+
+def test_a_sibling_import_goes_after_the_imports_a_module_opens_with(tmp_path):
+    pkg = _export_cells(tmp_path, TWO_MODULES[0], "#| export pkg.b\nimport os\n\nSEP = os.sep + str(double(1))\n")
+    code = (pkg / "b.py").read_text(encoding="utf-8").split("#| export", 1)[-1]
+    assert code.index("import os") < code.index("from .a import double") < code.index("SEP ="), code
+
+
+def test_the_training_step_imports_the_loss_and_the_clipping_from_its_siblings():
+    train = (REPO / "tinytorch" / "core" / "train.py").read_text(encoding="utf-8")
+    assert "from .losses import cross_entropy\nfrom .optim import clip_grad_norm_\n" in train
+    assert "__name__" not in train and "__name__" not in "".join(
+        c["source"] for c in json.loads(notebook_path(REPO, "04_training").read_text())["cells"]
+        if "core.train" in c["source"])
+    done = subprocess.run([sys.executable, "-c", "import tinytorch.core.train as t; print(t.train_step.__module__)"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.stdout.strip() == "tinytorch.core.train", done.stderr
+
+
+@pytest.mark.parametrize("cells, words", [
+    (('#| export\ndef f(): return 1\n', '#| export pkg.b\ndef f(): return 2\n', '#| export pkg.c\ng = f()\n'),
+     ["pkg.c uses `f`", "pkg.a and pkg.b both define"]),
+    (('#| export\ndef f(): return g()\n', '#| export pkg.b\ndef g(): return f()\n'),
+     ["import cycle", "pkg.a uses g from pkg.b", "pkg.b uses f from pkg.a"]),
+])
+def test_a_name_two_siblings_define_or_an_import_cycle_is_a_one_line_error(tmp_path, cells, words):
+    from tito.nbdev_procs import ExportError
+
+    with pytest.raises(ExportError) as error:
+        _export_cells(tmp_path, *cells)
+    message = str(error.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_a_package_init_re_exports_its_siblings_names_through_nbdevs_all(tmp_path):
+    # `#| default_exp pkg.__init__` writes pkg/__init__.py; `_all_ = [names]` makes it import and list them
+    pkg = _export_cells(tmp_path, TWO_MODULES[0].replace("#| export", "#| export pkg.a"), TWO_MODULES[1],
+                        "#| export\n_all_ = [quadruple, double]\n", default="pkg.__init__")
+    init = (pkg / "__init__.py").read_text(encoding="utf-8")
+    assert "from .a import double\nfrom .b import quadruple\n" in init, init
+    assert "__all__ = ['quadruple', 'double']" in init, init
+    found = subprocess.run([sys.executable, "-c", "from lib.pkg import quadruple; print(quadruple(5))"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert found.stdout.strip() == "20", found.stderr

@@ -6,9 +6,8 @@
 __all__ = ['forward_loss', 'update', 'train_step']
 
 # %% ../../modules/04_training/04_training.ipynb #train-step
-if __name__ != "__main__":  # in the library; in this notebook they are the functions defined above
-    from tinytorch.core.losses import cross_entropy
-    from tinytorch.core.optim import clip_grad_norm_
+from .losses import cross_entropy
+from .optim import clip_grad_norm_
 
 
 def forward_loss(model, x, y, loss_fn=cross_entropy):

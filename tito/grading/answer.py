@@ -49,7 +49,7 @@ def _export(notebook: Path, work: Path, package: str):
 
     (work / "pyproject.toml").write_text(f'[tool.nbdev]\nlib_path = "{package}"\nnbs_path = "."\n', encoding="utf-8")
     os.chdir(work)
-    nb_export(str(notebook), lib_path=package, procs=[nbdev_procs.strip_solution_markers, nbdev_procs.FreshExtraModules])
+    nb_export(str(notebook), lib_path=package, procs=nbdev_procs.PROCS)
 
 
 def main(request_path: str, out_dir: str) -> int:
