@@ -24,7 +24,7 @@ from grading_helpers import copy_course, submission
 from tito.workspace import Workspace
 from tito.exporting import export_modules
 from tito.module_checks import fix_first, run_judged_checks, run_test_suite
-from tito.workspace import init_student_workspace
+from tito.student_workspace import init_student_workspace
 
 ENTRIES = [pytest.param(number, bug, id=f"{number}-{bug.slug}") for number, bugs in sorted(BUGS.items())
            for bug in bugs]
