@@ -3,7 +3,7 @@
 Each bug is one edit of a solution cell of the module's notebook (`old` -> `new` in the cell `grade_id`), written
 the way a student gets the exercise wrong. Autograding the edited notebook must cost points (test_bug_catalogue), and
 `tito module complete` must name the bug's exercise first, its test suite agreeing (test_blame_table). At least eight
-bugs per module, and three per exercise in modules 01-06; each costs an autograde and a blame-table entry in CI.
+bugs per module, and three per exercise; each costs an autograde and a blame-table entry in CI.
 """
 from typing import NamedTuple
 
@@ -498,4 +498,64 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
         """    for op, fast in FAST_KERNELS.items():
         if KERNELS.get(op) is fast:
             del KERNELS[op]""", "    KERNELS.clear()"),
+]
+
+BUGS["07"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
+    Bug("compare-ratio-inverted", "the ratio is the first function's median over this one's", "compare",
+        "        ratio = float(median) / first if first else math.nan",
+        "        ratio = first / float(median) if median else math.nan"),
+    Bug("compare-no-warmup", "the warm-up calls are left out", "compare",
+        """    for name in names:
+        for _ in range(warmup):
+            fns[name]()
+""", ""),
+    Bug("linear-bias-grad-wrong-axis", "the bias gradient sums each row instead of each column", "fast-linear",
+        "(grad_x, grad_w, _column_sum(rows))", "(grad_x, grad_w, rows.sum(axis=-1))"),
+    Bug("linear-grad-w-not-flattened", "the weight gradient uses x as it is, not its rows flattened", "fast-linear",
+        "    grad_w = x.data.reshape(-1, x.shape[-1]).T @ rows", "    grad_w = np.swapaxes(x.data, -1, -2) @ grad"),
+    Bug("layer-norm-grad-no-rstd", "the layer norm backward forgets the factor 1/σ", "fast-layer-norm",
+        "    grad_x *= rstd\n", ""),
+    Bug("drain-appends", "results are appended in the order the threads finish, not stored at their index", "drain",
+        "        results[index] = fn(piece)", "        results.append(fn(piece))"),
+    Bug("drain-swallows-errors", "any error of fn ends the thread quietly, as an empty queue does", "drain",
+        "        except IndexError:\n            return\n        results[index] = fn(piece)",
+        "            results[index] = fn(piece)\n        except Exception:\n            return"),
+    Bug("gelu-chunk-sigma-of-u", "GELU as v·σ(u) rather than v·σ(2u)", "gelu-chunk",
+        "    s *= -2 * _GELU_C * 0.044715\n    s -= 2 * _GELU_C", "    s *= -_GELU_C * 0.044715\n    s -= _GELU_C"),
+    Bug("gelu-grad-cubic-coefficient", "du/dv forgets the 3 from the derivative of v³", "gelu-chunk",
+        "    out *= 2 * _GELU_C * 3 * 0.044715", "    out *= 2 * _GELU_C * 0.044715"),
+    Bug("attention-mask-after-softmax", "the mask zeroes weights after the softmax, so rows no longer sum to 1",
+        "fast-attention",
+        "            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])",
+        "            block[...] = _masked_softmax(block, None)\n"
+        "            if mask_bias is not None:\n                block[mask_bias[block_rows] < 0] = 0"),
+    Bug("attention-values-before-softmax", "the block is multiplied by V before its softmax", "fast-attention",
+        """            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])
+            np.matmul(block, v[index], out=output[block_rows])""",
+        """            np.matmul(block, v[index], out=output[block_rows])
+            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])"""),
+    Bug("attention-dv-untransposed", "dV is P·dO instead of Pᵀ·dO", "fast-attention-backward",
+        "                dV[index] += np.swapaxes(p, -1, -2) @ d_out", "                dV[index] += p @ d_out"),
+    Bug("attention-ds-no-rowsum", "the softmax backward forgets to subtract rowsum(dP ⊙ P)", "fast-attention-backward",
+        "            d_scores -= row_dot[block_rows]\n", ""),
+    Bug("compiled-layer-norm-part-off-by-one", "each part's row loop stops one row early", "compiled-layer-norm-loops",
+        "range(p * rows // parts, (p + 1) * rows // parts)", "range(p * rows // parts, (p + 1) * rows // parts - 1)"),
+    Bug("compiled-gelu-cubic-coefficient", "du/dv forgets the 3 from the derivative of v³", "compiled-gelu-loops",
+        "    k3 = x.dtype.type(3 * 0.044715)", "    k3 = x.dtype.type(0.044715)"),
+    Bug("compiled-gelu-no-upstream", "the GELU backward loop forgets the upstream gradient", "compiled-gelu-loops",
+        "        grad_x[i] = grad[i] * s[i] * (", "        grad_x[i] = s[i] * ("),
+    Bug("compiled-cross-entropy-no-max-subtraction", "the log-sum-exp loop forgets to subtract the row's maximum",
+        "compiled-cross-entropy-loops",
+        "                total += vexp(z[r, j] - top)\n            lse[r] = top + math.log(total)",
+        "                total += vexp(z[r, j])\n            lse[r] = math.log(total)"),
+    Bug("compiled-cross-entropy-no-scale", "the backward loop forgets the mean's scale", "compiled-cross-entropy-loops",
+        "(p - 1.0 if j == targets[r] else p) * scale", "(p - 1.0 if j == targets[r] else p)"),
+    Bug("compiled-adamw-v-not-squared", "the second moment averages the gradient, not its square",
+        "compiled-adamw-loop", "one_minus_beta2 * grad[i] * grad[i]", "one_minus_beta2 * grad[i]"),
+    Bug("compiled-adamw-betas-swapped", "the first moment weighs the old m by 1 − β₁ and the gradient by β₁",
+        "compiled-adamw-loop", "beta1 * m[i] + one_minus_beta1 * grad[i]", "one_minus_beta1 * m[i] + beta1 * grad[i]"),
+    Bug("enable-rebinds-kernels", "enable() assigns a new KERNELS, a local name, so nothing is switched on", "switch",
+        "    KERNELS.update(FAST_KERNELS)", "    KERNELS = dict(FAST_KERNELS)  # noqa: F841"),
+    Bug("is-enabled-any", "is_enabled() is true when any fast kernel is on", "switch",
+        "    return all(KERNELS.get(op) is fast", "    return any(KERNELS.get(op) is fast"),
 ]

@@ -7,16 +7,20 @@ All submissions of a module are graded in one `autograde` call, one after anothe
 answer process that replays the module's probes. A module whose graded cells are not probes yet (they are being
 converted) is skipped with that reason.
 """
+from collections import Counter
+
+import nbformat
 import pytest
 
 from bug_catalogue import BUGS
-from grading_helpers import copy_course, repo_modules, require_probes, submission
+from grading_helpers import REPO, copy_course, repo_modules, require_probes, submission
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect
 from tito.grading.generate import generate
 
 MODULES = repo_modules()
 MIN_BUGS = 8
+MIN_PER_EXERCISE = 3  # so that the blame table (test_blame_table.py) tries each exercise with several wrong answers
 # Seconds a graded cell's probes may run. The catalogue's bugs give wrong answers, not endless loops: the limit only
 # stops a hung answer early. The slowest graded cell of any solution takes a few seconds on one core.
 CELL_TIMEOUT = 120
@@ -31,6 +35,19 @@ def test_every_module_has_a_catalogue(name):
     bugs = BUGS.get(_number(name), [])
     assert len(bugs) >= MIN_BUGS, f"{name}: {len(bugs)} catalogued bugs, want at least {MIN_BUGS}"
     assert len({b.slug for b in bugs}) == len(bugs), f"{name}: bug slugs must be unique"
+
+
+def _exercises(name: str) -> list[str]:
+    "The grade_ids of the solution cells of module `name`."
+    nb = nbformat.read(REPO / "modules" / name / f"{name}.ipynb", as_version=4)
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_exercise_has_bugs_of_its_own(name):
+    counts = Counter(b.grade_id for b in BUGS.get(_number(name), []))
+    thin = {gid: counts[gid] for gid in _exercises(name) if counts[gid] < MIN_PER_EXERCISE}
+    assert not thin, f"{name}: exercises with fewer than {MIN_PER_EXERCISE} catalogued bugs: {thin}"
 
 
 @pytest.mark.slow
