@@ -9,8 +9,7 @@ __all__ = ['fast_attention_weights_backward', 'prange', 'NUMPY_KERNELS', 'COMPIL
            'fast_attention', 'fast_attention_backward', 'reuse_freed_memory', 'compiled', 'vexp', 'fast_exp',
            'compiled_softmax', 'compiled_softmax_backward', 'compiled_layer_norm', 'compiled_layer_norm_backward',
            'compiled_gelu', 'compiled_gelu_backward', 'compiled_cross_entropy', 'compiled_cross_entropy_backward',
-           'compiled_adamw_update', 'compiled_attention', 'compiled_attention_backward', 'warm_up', 'enable', 'disable',
-           'is_enabled', 'enabled']
+           'compiled_adamw_update', 'warm_up', 'enable', 'disable', 'is_enabled', 'enabled']
 
 # %% ../modules/07_performance/07_performance.ipynb #447cd940
 import collections
@@ -768,122 +767,6 @@ def compiled_adamw_update(optimizer, param: np.ndarray, grad: np.ndarray, state:
                 number(beta1), number(beta2), number(1 - beta1), number(1 - beta2), number(optimizer.eps),
                 number(1 - optimizer.lr * optimizer.weight_decay), number(1 - beta1 ** t), number(1 - beta2 ** t))
 
-# %% ../modules/07_performance/07_performance.ipynb #compiled-attention
-@compiled
-def _attention_loop(q, k_t, v, bias, hi, scale, p, out):
-    "For each (batch·head) g and query i: p[g, i] = softmax(scale·q kᵀ + bias) over keys j < hi, out[g, i] = p[g, i] v."
-    groups, n, m = p.shape
-    d_k, d_v = q.shape[2], v.shape[2]
-    zero, minus_inf, scale = p.dtype.type(0.0), p.dtype.type(-np.inf), p.dtype.type(scale)
-    for g in prange(groups):
-        b = g % bias.shape[0]
-        for i in range(n):
-            end, row, out_row, bias_row = hi[b, i], p[g, i], out[g, i], bias[b, i]  # rows as 1-D views: they vectorise
-            row[:] = zero
-            out_row[:] = zero
-            for c in range(d_k):
-                q_ic, k_row = q[g, i, c] * scale, k_t[g, c]
-                for j in range(end):
-                    row[j] += q_ic * k_row[j]
-            top = minus_inf
-            for j in range(end):
-                row[j] += bias_row[j]
-                top = max(top, row[j])
-            if top == minus_inf:  # every key blocked: zeros, as the plain op gives
-                row[:] = zero
-                continue
-            total = 0.0
-            for j in range(end):
-                row[j] = vexp(row[j] - top)
-                total += row[j]
-            inverse = p.dtype.type(1.0 / total)
-            for j in range(end):
-                row[j] *= inverse
-            for j in range(end):
-                p_ij, v_row = row[j], v[g, j]
-                for c in range(d_v):
-                    out_row[c] += p_ij * v_row[c]
-
-
-@compiled
-def _attention_loop_backward(q, k, v_t, p, out, d_out, hi, scale, dq, dk, dv):
-    "The gradients of _attention_loop for each (batch·head), added into dq, dk and dv (zeros on entry)."
-    groups, n, m = p.shape
-    d_k, d_v = q.shape[2], v_t.shape[1]
-    scale = p.dtype.type(scale)
-    d_p = np.empty(m, dtype=p.dtype)
-    for g in prange(groups):
-        b = g % hi.shape[0]
-        for i in range(n):
-            end = hi[b, i]
-            row_dot = 0.0
-            for c in range(d_v):
-                row_dot += d_out[g, i, c] * out[g, i, c]
-            d_p[:end] = 0
-            for c in range(d_v):
-                d_o, v_row = d_out[g, i, c], v_t[g, c]
-                for j in range(end):
-                    d_p[j] += d_o * v_row[j]              # dP[i, j] = dO[i] · V[j]
-            q_row, dq_row, d_out_row = q[g, i], dq[g, i], d_out[g, i]
-            for j in range(end):
-                p_ij = p[g, i, j]
-                d_s = p.dtype.type(p_ij * (d_p[j] - row_dot)) * scale
-                k_row, dk_row, dv_row = k[g, j], dk[g, j], dv[g, j]
-                for c in range(d_v):
-                    dv_row[c] += p_ij * d_out_row[c]
-                for c in range(d_k):
-                    dq_row[c] += d_s * k_row[c]
-                for c in range(d_k):
-                    dk_row[c] += d_s * q_row[c]
-
-
-def _last_keys(bias: np.ndarray) -> np.ndarray:
-    "For every row of bias (groups, n, m): one past the last key that is not -inf (0 if every key is)."
-    finite = np.isfinite(bias)
-    return np.where(finite.any(axis=-1), bias.shape[-1] - np.argmax(finite[..., ::-1], axis=-1), 0)
-
-
-_LOOP_SCORES = 128 * 128  # heads with more scores than this go to section 8's blocks, whose products BLAS runs
-
-
-def compiled_attention(Q, K, V, mask=None):
-    """softmax(Q Kᵀ / √d_k) V as one compiled loop per (batch, head), skipping keys the mask blocks at the end of
-    each row. Returns (output, weights), recorded as 'fast_compiled_attention' and 'fast_attention_weights'."""
-    Q, K, V = (t if isinstance(t, Tensor) else Tensor(t) for t in (Q, K, V))
-    if not (_compilable(Q, K, V) and Q.ndim >= 2 and Q.shape[:-2] == K.shape[:-2] == V.shape[:-2]
-            and Q.shape[-1] == K.shape[-1] and K.shape[-2] == V.shape[-2]
-            and 0 < Q.shape[-2] * K.shape[-2] <= _LOOP_SCORES):
-        return fast_attention(Q, K, V, mask)
-    batch, (n, m) = Q.shape[:-2], (Q.shape[-2], K.shape[-2])
-    scores_shape = batch + (n, m)
-    bias = _attention._mask_bias(mask, scores_shape, Q.dtype)
-    if bias is None:
-        bias = np.zeros((1, n, m), dtype=Q.dtype)
-    else:  # a writable copy (numba compiles read-only arrays apart), one (n, m) mask for all heads when it is shared
-        shared = math.prod(bias.shape[:-2]) == 1
-        bias = np.array(np.broadcast_to(bias, (bias.shape[:-2] if shared else batch) + (n, m))).reshape(-1, n, m)
-    q, k, v = (np.ascontiguousarray(t.data).reshape(-1, *t.shape[-2:]) for t in (Q, K, V))
-    hi = _last_keys(bias)
-    scale = 1 / math.sqrt(Q.shape[-1])
-    weights = np.empty((len(q), n, m), dtype=Q.dtype)
-    output = np.empty((len(q), n, V.shape[-1]), dtype=Q.dtype)
-    _attention_loop(q, np.ascontiguousarray(np.swapaxes(k, 1, 2)), v, bias, hi, scale, weights, output)
-    weights = weights.reshape(scores_shape)
-    return (_result(output.reshape(batch + (n, V.shape[-1])), "fast_compiled_attention", (Q, K, V), weights=weights,
-                    hi=hi, scale=scale),
-            _result(weights, "fast_attention_weights", (Q, K), scale=scale))
-
-
-@register_gradient("fast_compiled_attention")
-def compiled_attention_backward(grad, out, Q, K, V, weights, hi, scale):
-    q, k, v = (np.ascontiguousarray(t.data).reshape(-1, *t.shape[-2:]) for t in (Q, K, V))
-    p = weights.reshape(len(q), *weights.shape[-2:])
-    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
-    rows_of = lambda a: np.ascontiguousarray(a, dtype=q.dtype).reshape(len(q), -1, a.shape[-1])  # (groups, n, d_v)
-    _attention_loop_backward(q, k, np.ascontiguousarray(np.swapaxes(v, 1, 2)), p, rows_of(out.data), rows_of(grad), hi,
-                             scale, dq, dk, dv)
-    return tuple(d.reshape(t.shape) if t.requires_grad else None for d, t in ((dq, Q), (dk, K), (dv, V)))
-
 # %% ../modules/07_performance/07_performance.ipynb #warm-up
 def _tiny_calls(dtype) -> dict:
     "One small forward + backward (or update) of each compiled op in `dtype`, as functions of no arguments."
@@ -896,8 +779,6 @@ def _tiny_calls(dtype) -> dict:
         "layer_norm": lambda: compiled_layer_norm(t(2, 3), t(3), t(3)).sum().backward(),
         "gelu": lambda: compiled_gelu(t(4)).sum().backward(),
         "cross_entropy": lambda: compiled_cross_entropy(t(2, 3), np.array([0, 2])).backward(),
-        "scaled_dot_product_attention": lambda: compiled_attention(t(2, 3), t(2, 3), t(2, 3), np.tril(np.ones((2, 2), bool)))[0]
-        .sum().backward(),
         "adamw_update": lambda: compiled_adamw_update(optimizer, optimizer.params[0].data, rng.normal(size=3).astype(dtype),
                                                       optimizer.state[0]),
     }
@@ -929,7 +810,6 @@ COMPILED_KERNELS = {
     "layer_norm": compiled_layer_norm,
     "gelu": compiled_gelu,
     "cross_entropy": compiled_cross_entropy,
-    "scaled_dot_product_attention": compiled_attention,
     "adamw_update": compiled_adamw_update,
 }
 FAST_KERNELS = NUMPY_KERNELS | (COMPILED_KERNELS if numba is not None else {})

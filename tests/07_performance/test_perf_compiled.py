@@ -228,8 +228,7 @@ def test_the_table_takes_the_compiled_ops_only_with_numba():
         assert perf.FAST_KERNELS["layer_norm"] is perf.compiled_layer_norm
     else:
         assert perf.FAST_KERNELS == perf.NUMPY_KERNELS
-    assert set(perf.COMPILED_KERNELS) == {"softmax", "layer_norm", "gelu", "cross_entropy", "scaled_dot_product_attention",
-                                          "adamw_update"}
+    assert set(perf.COMPILED_KERNELS) == {"softmax", "layer_norm", "gelu", "cross_entropy", "adamw_update"}
 
 
 @pytest.mark.exercise("switch")
@@ -257,7 +256,7 @@ def test_without_numba_the_loops_are_python_functions_and_warm_up_has_nothing_to
 def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_disk():
     loops = [perf._vexp_loop, perf._softmax_rows, perf._softmax_rows_backward, perf._layer_norm_rows,
              perf._layer_norm_rows_backward, perf._gelu_loop, perf._gelu_backward_loop, perf._cross_entropy_rows,
-             perf._cross_entropy_rows_backward, perf._attention_loop, perf._attention_loop_backward, perf._adamw_loop]
+             perf._cross_entropy_rows_backward, perf._adamw_loop]
     for loop in loops:
         options = loop.targetoptions
         assert options["fastmath"] is False and options["nogil"] is True and options["parallel"] is False, loop

@@ -77,7 +77,7 @@ def test_op_profile_names_the_ops_of_a_step_plain_and_fast(rng):
     with perf.enabled():
         fast = perf.op_profile(step, steps=2)
     gelu_kernel = perf.FAST_KERNELS["gelu"].__name__                     # fast_gelu, or compiled_gelu with numba
-    attention_kernel = perf.FAST_KERNELS["scaled_dot_product_attention"].__name__  # fast_ or compiled_attention
+    attention_kernel = perf.FAST_KERNELS["scaled_dot_product_attention"].__name__  # fast_attention
     assert {"fast_linear", "fast_linear backward", gelu_kernel, attention_kernel, f"{ATTENTION_OP} backward",
             f"{LAYER_NORM_OP} backward"} <= set(fast)
     assert "linear" not in fast and "gelu backward" not in fast           # the plain ops did not run
