@@ -208,25 +208,32 @@ def _toctree(caption: str, entries: list[str]) -> str:
 
 
 def api_modules(ws: Workspace) -> list[str]:
-    "The package's public modules, dotted, in course order (each module's exports as its notebook lists them)."
+    """The package's public modules, dotted, in course order (each module's exports as its notebook lists them); a
+    package whose `__init__` a notebook exports (`tinytorch.perf`) is one of them, a hand-written `__init__` is not."""
     from tito.notebooks import exported_files
 
-    files = [f for m in ws.modules() for f in exported_files(ws.lib_dir, m.notebook)]
-    files += sorted(set(ws.lib_dir.rglob("*.py")) - set(files))
+    exported = [f for m in ws.modules() for f in exported_files(ws.lib_dir, m.notebook)]
     names = []
-    for path in files:
+    for path in exported + sorted(set(ws.lib_dir.rglob("*.py")) - set(exported)):
         parts = path.relative_to(ws.lib_dir.parent).with_suffix("").parts
-        if parts[-1] != "__init__" and not any(p.startswith("_") for p in parts):
+        if parts[-1] == "__init__":
+            if path not in exported:
+                continue
+            parts = parts[:-1]
+        if not any(p.startswith("_") for p in parts):
             names.append(".".join(parts))
     return names
 
 
 def api_page(ws: Workspace) -> str:
-    "An autodoc page with a section per public module of the package."
+    """An autodoc page with a section per public module of the package. A package's section shows what its `__init__`
+    defines, not the names it re-exports from its modules (they have sections of their own)."""
     lines = ["API reference", "=============", "",
              f"Generated from the docstrings of ``{ws.lib_dir.name}`` as this book was built.", ""]
     for name in api_modules(ws):
-        lines += [f"``{name}``", "-" * (len(name) + 4), "", f".. automodule:: {name}", "   :members:", ""]
+        package = (ws.lib_dir.parent.joinpath(*name.split(".")) / "__init__.py").is_file()
+        lines += [f"``{name}``", "-" * (len(name) + 4), "", f".. automodule:: {name}", "   :members:",
+                  *(["   :ignore-module-all:"] if package else []), ""]
     return "\n".join(lines)
 
 

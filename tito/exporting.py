@@ -62,7 +62,7 @@ def export_modules(ws: Workspace, modules: list[Module]) -> list[str]:
             _nbdev_export(ws, copy, module)
         for module, nb in zip(modules, notebooks):
             _check_imports(ws, copy, module, nb)
-        return _copy_back(ws, copy)
+        return _copy_back(ws, copy, modules)
 
 
 def _in_copy(ws: Workspace, copy: Path, path: Path) -> Path:
@@ -92,10 +92,13 @@ def _without_in_test():
 
 
 def _nbdev_export(ws: Workspace, copy: Path, module: Module):
-    "Run nbdev's export of one notebook inside the copy (it also rebuilds `_modidx.py` from the whole package)."
+    """Run nbdev's export of one notebook inside the copy (it also rebuilds `_modidx.py` from the whole package),
+    after removing the files it exported before: a file the notebook no longer exports to must not stay behind."""
     from fastcore.xtras import working_directory
     from nbdev.doclinks import nbdev_export
 
+    for path in exported_files(_in_copy(ws, copy, ws.lib_dir), _in_copy(ws, copy, module.notebook)):
+        path.unlink()
     try:
         with _without_in_test(), working_directory(copy):
             nbdev_export(path=str(_in_copy(ws, copy, module.notebook)))
@@ -108,7 +111,8 @@ def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
     "Import every module exported from the notebook, in a fresh Python inside the copy."
     lib = _in_copy(ws, copy, ws.lib_dir)
     for path in exported_files(lib, _in_copy(ws, copy, module.notebook)):
-        dotted = ".".join(path.relative_to(copy).with_suffix("").parts)
+        parts = path.relative_to(copy).with_suffix("").parts
+        dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)  # a package is imported by its name
         try:
             done = subprocess.run([sys.executable, "-c", f"import {dotted}"], cwd=copy, env=tool_env(copy),
                                   capture_output=True, text=True, timeout=IMPORT_TIMEOUT)
@@ -151,14 +155,20 @@ def _import_error(ws: Workspace, copy: Path, module: Module, nb, dotted: str, st
     return f"{ws.rel(module.notebook)}{where}: importing the exported {dotted} fails: {reason}"
 
 
-def _copy_back(ws: Workspace, copy: Path) -> list[str]:
-    "Copy new or changed package files (and nbdev's modules/llms.txt) from the copy; the changed paths."
+def _copy_back(ws: Workspace, copy: Path, modules: list[Module]) -> list[str]:
+    """Copy new or changed package files (and nbdev's modules/llms.txt) from the copy, and remove the files the
+    exported `modules` no longer export to; the changed paths."""
     changed = []
     lib = _in_copy(ws, copy, ws.lib_dir)
     for src in sorted(lib.rglob("*")):
         if src.is_file() and "__pycache__" not in src.parts and src.suffix != ".pyc":
             if _sync_file(src, ws.lib_dir / src.relative_to(lib)):
                 changed.append(ws.rel(ws.lib_dir / src.relative_to(lib)))
+    for module in modules:
+        for dst in exported_files(ws.lib_dir, module.notebook):
+            if not (lib / dst.relative_to(ws.lib_dir)).exists():
+                dst.unlink()
+                changed.append(ws.rel(dst))
     llms = ws.modules_dir / "llms.txt"
     if _sync_file(_in_copy(ws, copy, llms), llms):
         changed.append(ws.rel(llms))

@@ -94,10 +94,10 @@ class ExportError(Exception):
 
 
 def defined_names(source: str) -> set:
-    "The names a module's code binds at top level by definition or assignment (not by import; no dunders)."
+    """The names a module's code binds at top level by definition or assignment, no dunders. An import alone does not
+    count; an optional import does (`try: import numba` / `except ImportError: numba = None`), as the module decides it."""
     table = symtable.symtable(source, "<export>", "exec")
-    return {s.get_name() for s in table.get_symbols()
-            if s.is_assigned() and not s.is_imported() and not s.get_name().startswith("__")}
+    return {s.get_name() for s in table.get_symbols() if s.is_assigned() and not s.get_name().startswith("__")}
 
 
 def free_names(source: str) -> set:
@@ -163,7 +163,8 @@ def insert_imports(cell, lines: list):
     src = cell.source.splitlines(keepends=True)
     block = "".join(line + "\n" for line in lines)
     if end:
-        cell.source = "".join(src[:end]) + block + "".join(src[end:])
+        head = "".join(src[:end])
+        cell.source = head + ("" if head.endswith("\n") else "\n") + block + "".join(src[end:])  # a cell of imports alone
     else:
         cell.source = block + "\n\n" + "".join(src).lstrip("\n")
 

@@ -30,16 +30,18 @@ def fast():
 @pytest.fixture
 def pools(monkeypatch):
     "Every thread count parallel_map hands work to helper threads with (a list that grows as the test runs)."
-    started, pool = [], perf._pool
-    monkeypatch.setattr(perf, "_pool", lambda helpers: started.append(helpers + 1) or pool(helpers))
+    started, pool = [], perf.threads._pool
+    monkeypatch.setattr(perf.threads, "_pool", lambda helpers: started.append(helpers + 1) or pool(helpers))
     return started
 
 
 @pytest.fixture(params=[1, 2], ids=["one thread", "two threads"])
 def threads(request, monkeypatch, pools):
     """The kernels on one thread, or on two even for tiny inputs: BLAS's thread count is not consulted, and the size
-    thresholds are lowered, so every threaded path is taken. `pools` shows whether it was."""
-    monkeypatch.setattr(perf, "num_threads", lambda: request.param)
-    monkeypatch.setattr(perf, "_THREAD_NUMBERS", 1)
-    monkeypatch.setattr(perf, "_THREAD_BYTES", 1)
+    thresholds are lowered, so every threaded path is taken. `pools` shows whether it was. (The count is read where
+    parallel_map runs the pieces, and where attention cuts its blocks.)"""
+    for module in (perf.threads, perf.numpy_kernels):
+        monkeypatch.setattr(module, "num_threads", lambda: request.param)
+    monkeypatch.setattr(perf.numpy_kernels, "_THREAD_NUMBERS", 1)
+    monkeypatch.setattr(perf.numpy_kernels, "_THREAD_BYTES", 1)
     return request.param

@@ -247,16 +247,17 @@ def test_without_numba_the_switch_says_so_once(monkeypatch):
 @pytest.mark.skipif(HAVE_NUMBA, reason="numba is installed (CI runs this file again without it)")
 def test_without_numba_the_loops_are_python_functions_and_warm_up_has_nothing_to_do():
     assert perf.compiled(lambda: 1)() == 1 and perf.prange is range
-    assert perf._layer_norm_rows.__module__ == "tinytorch.perf" and not hasattr(perf._layer_norm_rows, "py_func")
+    loop = perf.compiled_kernels._layer_norm_rows
+    assert loop.__module__ == "tinytorch.perf.compiled_kernels" and not hasattr(loop, "py_func")
     assert perf.warm_up() == {}
 
 
 @pytest.mark.exercise("switch")
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_disk():
-    loops = [perf._vexp_loop, perf._softmax_rows, perf._softmax_rows_backward, perf._layer_norm_rows,
-             perf._layer_norm_rows_backward, perf._gelu_loop, perf._gelu_backward_loop, perf._cross_entropy_rows,
-             perf._cross_entropy_rows_backward, perf._adamw_loop]
+    loops = [getattr(perf.compiled_kernels, name) for name in (
+        "_vexp_loop", "_softmax_rows", "_softmax_rows_backward", "_layer_norm_rows", "_layer_norm_rows_backward",
+        "_gelu_loop", "_gelu_backward_loop", "_cross_entropy_rows", "_cross_entropy_rows_backward", "_adamw_loop")]
     for loop in loops:
         options = loop.targetoptions
         assert options["fastmath"] is False and options["nogil"] is True and options["parallel"] is False, loop
@@ -271,8 +272,9 @@ def test_warm_up_reports_every_compiled_op_and_a_new_process_loads_them_from_the
     assert set(seconds) == set(perf.COMPILED_KERNELS) | {"exp"}
     assert perf.warm_up() == seconds                                  # measured once per process
     probe = ("import tinytorch.perf as perf; perf.warm_up(); "
-             "print(sum(sum(f.stats.cache_hits.values()) for f in vars(perf).values() if hasattr(f, 'stats')), "
-             "sum(sum(f.stats.cache_misses.values()) for f in vars(perf).values() if hasattr(f, 'stats')))")
+             "loops = [f for f in vars(perf.compiled_kernels).values() if hasattr(f, 'stats')]; "
+             "print(sum(sum(f.stats.cache_hits.values()) for f in loops), "
+             "sum(sum(f.stats.cache_misses.values()) for f in loops))")
     hits, misses = map(int, subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                                            timeout=600).stdout.split())
     assert hits >= len(seconds) and misses == 0, (hits, misses)

@@ -90,7 +90,7 @@ def test_gelu_equals_the_plain_op(rng, dtype, threads):
 @pytest.mark.exercise("gelu-chunk")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_in_many_chunks_on_one_or_two_threads(rng, monkeypatch, dtype, threads, pools):
-    monkeypatch.setattr(perf, "chunk_slices", lambda size: [slice(i, min(i + 5, size)) for i in range(0, size, 5)])
+    monkeypatch.setattr(perf.numpy_kernels, "chunk_slices", lambda size: [slice(i, min(i + 5, size)) for i in range(0, size, 5)])
     assert_same_as_plain(perf.fast_gelu, gelu.plain, leaves(rng, (3, 2, 4), dtype=dtype, scale=2.0))   # 5 chunks
     if threads == 1:
         assert pools == []
@@ -106,10 +106,10 @@ def test_gelu_of_a_large_input_in_real_chunks(rng, threads, pools):
 
 @pytest.mark.exercise("gelu-chunk")
 def test_gelu_stays_on_the_calling_thread_below_the_threshold(rng, monkeypatch, pools):
-    monkeypatch.setattr(perf, "num_threads", lambda: 2)
-    perf.fast_gelu(Tensor(np.zeros(perf._THREAD_NUMBERS - 1, np.float32)))
+    monkeypatch.setattr(perf.threads, "num_threads", lambda: 2)
+    perf.fast_gelu(Tensor(np.zeros(perf.numpy_kernels._THREAD_NUMBERS - 1, np.float32)))
     assert pools == []
-    perf.fast_gelu(Tensor(np.zeros(perf._THREAD_NUMBERS, np.float32)))
+    perf.fast_gelu(Tensor(np.zeros(perf.numpy_kernels._THREAD_NUMBERS, np.float32)))
     assert pools == [2]
 
 
@@ -134,7 +134,7 @@ def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
 # --- attention ----------------------------------------------------------------------------------------------------
 @pytest.fixture(params=[2 ** 22, 100], ids=["one block", "row blocks"])
 def cache_bytes(request, monkeypatch):
-    monkeypatch.setattr(perf, "_CACHE_BYTES", request.param)
+    monkeypatch.setattr(perf.numpy_kernels, "_CACHE_BYTES", request.param)
     return request.param
 
 
@@ -143,7 +143,7 @@ def cache_bytes(request, monkeypatch):
 @pytest.mark.parametrize("name", MASKS)
 def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, pools):
     Q, K, V = leaves(rng, (2, 1, 3, 4), (1, 2, 5, 4), (2, 2, 5, 2), dtype=dtype)
-    groups = perf._score_blocks((2, 2, 3, 5), np.dtype(dtype).itemsize)
+    groups = perf.numpy_kernels._score_blocks((2, 2, 3, 5), np.dtype(dtype).itemsize)
     assert len(groups) == threads
     assert sum(map(len, groups)) == (threads if cache_bytes > 100 else 2 * 2 * (2 if dtype == np.float64 else 1))
     assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=MASKS[name])
@@ -186,10 +186,10 @@ def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cach
 @pytest.mark.parametrize("cache_bytes", [100, 2 ** 22])
 def test_score_blocks_cover_every_score_once_in_groups_that_share_no_matrix(monkeypatch, scores_shape, threads,
                                                                            cache_bytes):
-    monkeypatch.setattr(perf, "_CACHE_BYTES", cache_bytes)
-    monkeypatch.setattr(perf, "_THREAD_BYTES", 1)
-    monkeypatch.setattr(perf, "num_threads", lambda: threads)
-    groups = perf._score_blocks(scores_shape, 8)
+    monkeypatch.setattr(perf.numpy_kernels, "_CACHE_BYTES", cache_bytes)
+    monkeypatch.setattr(perf.numpy_kernels, "_THREAD_BYTES", 1)
+    monkeypatch.setattr(perf.numpy_kernels, "num_threads", lambda: threads)
+    groups = perf.numpy_kernels._score_blocks(scores_shape, 8)
     assert 1 <= len(groups) <= threads
     covered = np.zeros(scores_shape, int)
     owner = np.full(scores_shape[:-2], -1)

@@ -12,12 +12,12 @@ pytestmark = pytest.mark.exercise("drain")
 
 @pytest.fixture
 def two_threads(monkeypatch):
-    monkeypatch.setattr(perf, "num_threads", lambda: 2)
+    monkeypatch.setattr(perf.threads, "num_threads", lambda: 2)
 
 
 def test_results_come_back_in_order_on_any_thread_count(monkeypatch):
     for threads in (1, 2, 3):
-        monkeypatch.setattr(perf, "num_threads", lambda: threads)
+        monkeypatch.setattr(perf.threads, "num_threads", lambda: threads)
         assert perf.parallel_map(lambda x: x * x, range(7)) == [x * x for x in range(7)]
         assert perf.parallel_map(lambda x: x, []) == []
 
@@ -44,7 +44,7 @@ def test_two_threads_run_at_once(two_threads):
 
 
 def test_one_thread_runs_serially_in_the_caller(monkeypatch):
-    monkeypatch.setattr(perf, "num_threads", lambda: 1)
+    monkeypatch.setattr(perf.threads, "num_threads", lambda: 1)
     assert perf.parallel_map(lambda _: threading.current_thread().name, range(3)) == \
         [threading.current_thread().name] * 3
 
@@ -74,7 +74,7 @@ def test_an_error_in_a_piece_reaches_the_caller_and_the_rest_stop(two_threads):
 
 def test_blas_is_one_thread_inside_and_restored_after(two_threads):
     threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl (the `fast` extra) is not installed")
-    blas = perf._blas()
+    blas = perf.threads._blas()
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         inside = perf.parallel_map(lambda _: max(lib.num_threads for lib in blas.lib_controllers), range(2))
         assert inside == [1, 1]

@@ -30,7 +30,7 @@ class FakeLibc:
 @pytest.fixture
 def libc(monkeypatch):
     fake = FakeLibc()
-    monkeypatch.setattr(perf, "_libc", lambda: fake)
+    monkeypatch.setattr(perf.memory, "_libc", lambda: fake)
     return fake
 
 
@@ -107,19 +107,20 @@ def test_enabled_is_a_context_manager_that_puts_back_what_was_on(libc):
 
 
 def test_without_glibc_the_allocator_setting_does_nothing(monkeypatch):
-    monkeypatch.setattr(perf, "_libc", lambda: None)
+    monkeypatch.setattr(perf.memory, "_libc", lambda: None)
     assert perf.reuse_freed_memory() is False and perf.reuse_freed_memory(False) is False
 
 
 def test_the_real_allocator_setting_applies_on_linux():
     import sys
-    if not sys.platform.startswith("linux") or perf._libc() is None:
+    if not sys.platform.startswith("linux") or perf.memory._libc() is None:
         pytest.skip("not glibc")
     assert perf.reuse_freed_memory(True) is True and perf.reuse_freed_memory(False) is True
 
 
 def test_without_threadpoolctl_one_thread_and_one_warning(monkeypatch, libc):
-    monkeypatch.setattr(perf, "_blas", lambda: None)
+    for module in (perf.threads, perf):                               # the thread count, and the switch's warning
+        monkeypatch.setattr(module, "_blas", lambda: None)
     monkeypatch.setitem(perf._switch, "told", False)
     assert perf.num_threads() == 1
     with pytest.warns(UserWarning, match="not installed: .*threadpoolctl, so the numpy kernels run on one thread"):
@@ -129,7 +130,7 @@ def test_without_threadpoolctl_one_thread_and_one_warning(monkeypatch, libc):
         warnings.simplefilter("error")
         perf.enable()                                                  # said once is enough
         assert perf.parallel_map(lambda i: i + 1, range(4)) == [1, 2, 3, 4]
-        with perf._one_blas_thread():
+        with perf.threads._one_blas_thread():
             pass
 
 

@@ -244,3 +244,10 @@ def test_serve_without_a_built_book_is_one_clear_error(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tito", "book", "serve", "--dir", str(tmp_path), "--port", "0"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "no built book" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_api_reference_shows_a_package_and_each_of_its_modules_once(site):
+    page = (site / "api.html").read_text(encoding="utf-8")
+    for name in ("tinytorch.perf.enable", "tinytorch.perf.measure.compare", "tinytorch.perf.threads.parallel_map"):
+        assert f'id="{name}"' in page, f"the API reference lacks {name}"
+    assert 'id="tinytorch.perf.compare"' not in page, "the package's section repeats the names it re-exports"

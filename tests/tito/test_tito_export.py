@@ -202,3 +202,43 @@ def test_a_package_init_re_exports_its_siblings_names_through_nbdevs_all(tmp_pat
     found = subprocess.run([sys.executable, "-c", "from lib.pkg import quadruple; print(quadruple(5))"],
                            cwd=tmp_path, capture_output=True, text=True)
     assert found.stdout.strip() == "20", found.stderr
+
+
+def test_a_cell_of_imports_alone_gets_its_sibling_imports_on_lines_of_their_own(tmp_path):
+    # the last line of a notebook cell has no newline: the added import must not run on from it
+    pkg = _export_cells(tmp_path, TWO_MODULES[0], "#| export pkg.b\nimport os",
+                        "#| export pkg.b\nSEP = os.sep + str(double(1))")
+    text = (pkg / "b.py").read_text(encoding="utf-8")
+    assert "import os\nfrom .a import double\n" in text, text
+    ast.parse(text)
+
+
+def test_an_optional_import_counts_as_the_definition_of_the_sibling_that_makes_it(tmp_path):
+    optional = "#| export\ntry:\n    import no_such_package_here\nexcept ImportError:\n    no_such_package_here = None\n"
+    pkg = _export_cells(tmp_path, optional, "#| export pkg.b\nHAVE_IT = no_such_package_here is not None\n")
+    assert "from .a import no_such_package_here\n" in (pkg / "b.py").read_text(encoding="utf-8")
+    found = subprocess.run([sys.executable, "-c", "from lib.pkg.b import HAVE_IT; print(HAVE_IT)"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    assert found.stdout.strip() == "False", found.stderr
+
+
+def test_the_judge_imports_a_package_init_as_the_package():
+    from tito.grading.judge import exported_modules
+    from tito.notebooks import parse_notebook
+
+    nb = parse_notebook(notebook_path(REPO, "07_performance"))
+    names = exported_modules(nb, "tinytorch")
+    assert names[0] == "tinytorch.perf" and "tinytorch.perf.threads" in names, names
+    assert not any(name.endswith("__init__") for name in names), names
+
+
+def test_an_export_removes_the_files_its_notebook_no_longer_exports_to(course):
+    tensor = course / "tinytorch" / "core" / "tensor.py"
+    stale = course / "tinytorch" / "core" / "tensor_before.py"           # as if module 01 once exported here too
+    shutil.copyfile(tensor, stale)
+    other = course / "tinytorch" / "core" / "written_by_hand.py"
+    other.write_text("X = 1\n", encoding="utf-8")
+    result = run_tito(course, "module", "export", "01")
+    assert result.returncode == 0, result.stderr
+    assert not stale.exists() and "tinytorch/core/tensor_before.py" in result.stdout.split("changed:")[-1]
+    assert tensor.is_file() and other.is_file()

@@ -19,17 +19,17 @@ def fake_spec(monkeypatch, origin=None):
 
 
 def make_workspace(root, student: bool, passed: dict = None):
-    "A workspace folder (settings.ini, modules/, tinytorch/perf.py), a student's if `student`, with progress."
+    "A workspace folder (settings.ini, modules/, tinytorch/perf/), a student's if `student`, with progress."
     (root / "modules").mkdir(parents=True)
-    (root / "tinytorch").mkdir()
-    (root / "tinytorch" / "perf.py").write_text("")
+    (root / "tinytorch" / "perf").mkdir(parents=True)
+    (root / "tinytorch" / "perf" / "__init__.py").write_text("")
     kind = "\n[workspace]\nkind = student\n" if student else ""
     (root / "settings.ini").write_text(f"[course]\ncourse_id = tinytorch\n{kind}")
     if passed is not None:
         (root / ".tito").mkdir()
         modules = {number: {"passed": ok} for number, ok in passed.items()}
         (root / ".tito" / "progress.json").write_text(json.dumps({"modules": modules}))
-    return root / "tinytorch" / "perf.py"
+    return root / "tinytorch" / "perf" / "__init__.py"
 
 
 def test_without_module_07_the_plain_path(monkeypatch):
@@ -42,7 +42,7 @@ def test_without_module_07_the_plain_path(monkeypatch):
 
 
 def test_with_module_07_outside_any_workspace_the_fast_path(monkeypatch, tmp_path):
-    perf = tmp_path / "site-packages" / "tinytorch" / "perf.py"
+    perf = tmp_path / "site-packages" / "tinytorch" / "perf" / "__init__.py"
     perf.parent.mkdir(parents=True)
     perf.write_text("")
     fake_spec(monkeypatch, perf)
@@ -79,7 +79,7 @@ def test_only_the_workspace_that_holds_the_package_counts(monkeypatch, tmp_path)
     "A package installed elsewhere inside a student workspace's folder (a venv's site-packages) is not its export."
     root = tmp_path / "ws"
     make_workspace(root, student=True, passed={"07": False})
-    installed = root / ".venv" / "lib" / "site-packages" / "tinytorch" / "perf.py"
+    installed = root / ".venv" / "lib" / "site-packages" / "tinytorch" / "perf" / "__init__.py"
     installed.parent.mkdir(parents=True)
     installed.write_text("")
     fake_spec(monkeypatch, installed)

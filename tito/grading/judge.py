@@ -76,14 +76,15 @@ class Probes:
 
 
 def exported_modules(nb, package: str) -> list[str]:
-    "The modules a notebook exports to: its `default_exp`, then every `#| export NAME` target, in order."
+    """The modules a notebook exports to: its `default_exp`, then every `#| export NAME` target, in order. A package's
+    `__init__` (`perf.__init__`) is the package itself (`tinytorch.perf`)."""
     names = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         found = directives(cell.source)
         for key in ("default_exp", "export", "exporti", "exports"):
-            target = (found.get(key) or "").strip()
+            target = (found.get(key) or "").strip().removesuffix(".__init__")
             if target and f"{package}.{target}" not in names:
                 names.append(f"{package}.{target}")
     return names
