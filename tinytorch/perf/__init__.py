@@ -9,14 +9,14 @@ __all__ = ['NUMPY_KERNELS', 'COMPILED_KERNELS', 'FAST_KERNELS', 'enable', 'disab
            'fast_attention_backward', 'fast_attention_weights_backward', 'reuse_freed_memory', 'prange', 'compiled',
            'vexp', 'fast_exp', 'compiled_softmax', 'compiled_softmax_backward', 'compiled_layer_norm',
            'compiled_layer_norm_backward', 'compiled_gelu', 'compiled_gelu_backward', 'compiled_cross_entropy',
-           'compiled_cross_entropy_backward', 'compiled_adamw_update', 'warm_up']
+           'compiled_cross_entropy_backward', 'compiled_adamw_update', 'compiled_attention', 'warm_up']
 
 # %% ../../modules/07_performance/07_performance.ipynb #f881ddbd
 import contextlib
 import warnings
 
 from ..core.tensor import KERNELS
-from .compiled_kernels import compiled, compiled_adamw_update, compiled_cross_entropy, compiled_cross_entropy_backward, compiled_gelu, compiled_gelu_backward, compiled_layer_norm, compiled_layer_norm_backward, compiled_softmax, compiled_softmax_backward, fast_exp, numba, prange, vexp, warm_up
+from .compiled_kernels import compiled, compiled_adamw_update, compiled_attention, compiled_cross_entropy, compiled_cross_entropy_backward, compiled_gelu, compiled_gelu_backward, compiled_layer_norm, compiled_layer_norm_backward, compiled_softmax, compiled_softmax_backward, fast_exp, numba, prange, vexp, warm_up
 from .measure import Timing, compare, op_profile
 from .memory import reuse_freed_memory
 from .numpy_kernels import fast_attention, fast_attention_backward, fast_attention_weights_backward, fast_gelu, fast_gelu_backward, fast_layer_norm, fast_layer_norm_backward, fast_linear, fast_linear_backward
@@ -36,6 +36,7 @@ COMPILED_KERNELS = {
     "gelu": compiled_gelu,
     "cross_entropy": compiled_cross_entropy,
     "adamw_update": compiled_adamw_update,
+    "scaled_dot_product_attention": compiled_attention,
 }
 FAST_KERNELS = NUMPY_KERNELS | (COMPILED_KERNELS if numba is not None else {})
 
@@ -88,4 +89,4 @@ _all_ = [op_profile, Timing, compare, num_threads, chunk_slices, parallel_map,
          fast_attention, fast_attention_backward, fast_attention_weights_backward, reuse_freed_memory,
          prange, compiled, vexp, fast_exp, compiled_softmax, compiled_softmax_backward, compiled_layer_norm,
          compiled_layer_norm_backward, compiled_gelu, compiled_gelu_backward, compiled_cross_entropy,
-         compiled_cross_entropy_backward, compiled_adamw_update, warm_up]
+         compiled_cross_entropy_backward, compiled_adamw_update, compiled_attention, warm_up]

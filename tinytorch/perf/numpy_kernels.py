@@ -144,7 +144,7 @@ def fast_gelu_backward(grad, out, x, sigmoid_2u):
 
 # %% ../../modules/07_performance/07_performance.ipynb #score-blocks
 _CACHE_BYTES = 2 ** 22   # a block of scores this big stays in the CPU cache while we work on it
-_THREAD_BYTES = 2 ** 19  # each thread's share of scores is at least this: waking a thread costs more for less
+_THREAD_BYTES = 2 ** 18  # each thread's share of scores is at least this: waking a thread costs more for less
 
 
 def _score_blocks(scores_shape: tuple, itemsize: int) -> list:
@@ -190,9 +190,10 @@ def _fast_attention_shape(Q, K, V):
     return shape if math.prod(shape) else None
 
 # %% ../../modules/07_performance/07_performance.ipynb #fast-attention
-def fast_attention(Q, K, V, mask=None):
+def fast_attention(Q, K, V, mask=None, softmax=_masked_softmax):
     """softmax(Q Kᵀ / √d_k) V over the keys `mask` allows, in cache-sized blocks on every core. Returns
-    (output, weights), recorded as 'fast_attention' and 'fast_attention_weights'."""
+    (output, weights), recorded as 'fast_attention' and 'fast_attention_weights'. `softmax(scores, bias)` is the
+    masked softmax each block goes through (module 05's)."""
     Q, K, V = (t if isinstance(t, Tensor) else Tensor(t) for t in (Q, K, V))
     scores_shape = _fast_attention_shape(Q, K, V)
     if scores_shape is None:
@@ -212,7 +213,7 @@ def fast_attention(Q, K, V, mask=None):
             block_rows = index + (rows, slice(None))
             block = weights[block_rows]
             np.matmul(q[block_rows], k_t[index], out=block)
-            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])
+            block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])
             np.matmul(block, v[index], out=output[block_rows])
 
     parallel_map(fill, _score_blocks(scores_shape, Q.dtype.itemsize))
