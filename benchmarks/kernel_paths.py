@@ -1,14 +1,19 @@
 """What the benchmarks measure side by side: tinytorch's plain path (the ops of modules 01-06), its fast path
-(module 07's kernels, `tinytorch.perf.enable()`) and PyTorch.
+(module 07's kernels, `tinytorch.perf.enable()`) and PyTorch, under one of two allocator settings.
 
 Each path runs with the kernels switched as it needs them (`running`): the fast path inside `tinytorch.perf.enabled()`,
 its compiled loops made ready before any timed step; the plain path and PyTorch with the kernels off.
+
+The allocator is a setting of the whole process, so it is the same for every path of a measurement: glibc's malloc as
+a process starts, or freed memory kept for reuse (module 07's `perf.reuse_freed_memory()`, called first thing in
+every path's process, PyTorch's too). Workers started inside `with allocator("reuse"):` get the second.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import importlib.util
+import os
 import sys
 from contextlib import contextmanager
 
@@ -16,6 +21,11 @@ PLAIN, FAST, TORCH = "plain", "fast", "torch"
 PERF = "tinytorch.perf"
 NOT_EXPORTED = "module 07 not exported"
 LABELS = {PLAIN: "plain", FAST: "fast", TORCH: "pytorch"}
+ALLOCATORS = {
+    "glibc": "glibc's malloc as every process starts (it returns freed blocks to the system)",
+    "reuse": "freed memory reused: module 07's perf.reuse_freed_memory() in every path's process, PyTorch's too",
+}
+REUSE = "TINYTORCH_BENCH_REUSE_FREED_MEMORY"  # "1" in a worker's environment: its process reuses freed memory
 
 
 def perf_spec():
@@ -40,9 +50,39 @@ def tinytorch_paths() -> list[str]:
     return [PLAIN] if fast_missing() else [PLAIN, FAST]
 
 
+def can_reuse_freed_memory() -> bool:
+    "Whether the 'reuse' setting can be measured here: module 07 exported, on Linux (glibc)."
+    return not fast_missing() and sys.platform.startswith("linux")
+
+
+@contextmanager
+def allocator(setting: str):
+    "Worker processes started inside the block run with the allocator `setting` (a key of ALLOCATORS)."
+    if setting not in ALLOCATORS:
+        raise ValueError(f"allocator must be one of {', '.join(ALLOCATORS)}, not {setting!r}")
+    before = os.environ.pop(REUSE, None)
+    if setting == "reuse":
+        os.environ[REUSE] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(REUSE, None)
+        if before is not None:
+            os.environ[REUSE] = before
+
+
+def _set_allocator():
+    "In a worker, before anything else: reuse freed memory if the worker was started to."
+    if os.environ.get(REUSE) == "1" and not (can_reuse_freed_memory()
+                                             and importlib.import_module(PERF).reuse_freed_memory()):
+        raise RuntimeError("the allocator setting 'reuse' needs module 07 exported and glibc (Linux)")
+
+
 @contextmanager
 def running(path: str):
-    "The kernels as `path` runs: module 07's for the fast path, off for the plain path and for PyTorch."
+    """The process as `path` runs: the allocator setting it was started with, then the kernels: module 07's for the
+    fast path, off for the plain path and for PyTorch."""
+    _set_allocator()
     if path == FAST:
         perf = importlib.import_module(PERF)
         with perf.enabled():

@@ -4,6 +4,10 @@ own process, the processes taking turns in blocks (turns.py); reported as ratios
     python benchmarks/run.py                                   # GPT step, attention speed, attention memory
     python benchmarks/run.py --quick                           # the same, shorter
     python benchmarks/run.py --e2e --text /path/to/tinyshakespeare.txt   # plus the 2000-iteration training run
+    python benchmarks/run.py --allocators reuse                # one allocator setting only (kernel_paths.ALLOCATORS)
+
+Every benchmark runs once per allocator setting: glibc's malloc as processes start, and freed memory reused in every
+path's process alike (module 07's `reuse_freed_memory()`; measured only where module 07 is exported, on Linux).
 
 Results go to `benchmarks/results/latest.json` (or `--out`), with the machine, library versions and thread counts;
 every figure is keyed by its path (`plain_ms`, `fast_ms`, `torch_ms`, `fast_ratio`, `plain_peak_mib`, ...). Without tinytorch.perf the
@@ -26,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_attention  # noqa: E402  (sibling scripts, not a package)
 import bench_gpt  # noqa: E402
-from kernel_paths import fast_missing, tinytorch_paths  # noqa: E402
+from kernel_paths import ALLOCATORS, allocator, can_reuse_freed_memory, fast_missing, tinytorch_paths  # noqa: E402
 from threads import THREAD_VARIABLES, threads, torch_like_numpy  # noqa: E402
 
 import tinytorch  # noqa: E402
@@ -76,7 +80,13 @@ def main(argv=None):
     parser.add_argument("--e2e", action="store_true", help="also the end-to-end training run on --text (minutes)")
     parser.add_argument("--text", default=None, help="text for --e2e (default: Python standard-library sources)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "latest.json"))
+    parser.add_argument("--allocators", default=",".join(ALLOCATORS),
+                        help=f"comma-separated allocator settings to measure under: {', '.join(ALLOCATORS)}")
     args = parser.parse_args(argv)
+    settings = [s for s in args.allocators.split(",") if s]
+    unknown = [s for s in settings if s not in ALLOCATORS]
+    if unknown or not settings:
+        parser.error(f"--allocators: choose from {', '.join(ALLOCATORS)} (got {args.allocators!r})")
 
     info = machine()
     print(f"machine: {info['platform']}, {info['cores']} cores; python {info['python']}, numpy {info['numpy']} "
@@ -90,16 +100,23 @@ def main(argv=None):
     if info["compile_seconds"]:
         print(f"fast path's compiled loops (numba): {info['compile_seconds']['first']:.1f} s to compile, "
               f"{info['compile_seconds']['cached']:.2f} s to load from the disk cache in a new process")
-    print()
-    gpt = bench_gpt.run(quick=args.quick, e2e=args.e2e, text=args.text, smoke=args.smoke)
-    bench_gpt.print_report(gpt)
-    print()
-    attention = bench_attention.run(quick=args.quick, smoke=args.smoke)
-    bench_attention.print_report(attention)
+    results = []
+    for setting in settings:
+        print(f"\nallocator: {ALLOCATORS[setting]}")
+        if setting == "reuse" and not can_reuse_freed_memory():
+            print("  not measured: it needs module 07 exported and glibc (Linux)")
+            continue
+        with allocator(setting):
+            gpt = bench_gpt.run(quick=args.quick, e2e=args.e2e, text=args.text, smoke=args.smoke)
+            bench_gpt.print_report(gpt)
+            print()
+            attention = bench_attention.run(quick=args.quick, smoke=args.smoke)
+            bench_attention.print_report(attention)
+        results += [dict(r, allocator=setting) for r in gpt + attention]
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(machine=info, quick=args.quick, smoke=args.smoke, results=gpt + attention),
+    out.write_text(json.dumps(dict(machine=info, quick=args.quick, smoke=args.smoke, results=results),
                               indent=1, default=float))
     print(f"\nresults written to {out}")
 

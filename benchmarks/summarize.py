@@ -16,12 +16,15 @@ FIGURES = ("_ms", "ratio", "_mib", "seconds", "val_loss")  # the endings of the 
 
 
 def _key(result: dict) -> str:
-    "A name for one benchmark of a run, the same in every run: 'gpt_train_step', 'attention n=256', 'e2e plain'."
+    """A name for one benchmark of a run, the same in every run: 'gpt_train_step', 'attention n=256', 'e2e plain',
+    followed by its allocator setting when the run says it: 'gpt_train_step, reuse'."""
     if "n" in result and result["benchmark"].startswith("attention forward"):
-        return f"attention n={result['n']}"
-    if result["benchmark"] == "gpt_tiny_shakespeare":
-        return f"e2e {result['path']}"
-    return result["benchmark"]
+        name = f"attention n={result['n']}"
+    elif result["benchmark"] == "gpt_tiny_shakespeare":
+        name = f"e2e {result['path']}"
+    else:
+        name = result["benchmark"]
+    return f"{name}, {result['allocator']}" if "allocator" in result else name
 
 
 def collect(paths: list[Path]) -> dict:

@@ -132,6 +132,15 @@ def test_gelu_at_extreme_inputs_is_exact_and_warns_of_nothing(dtype):
 
 
 # --- attention ----------------------------------------------------------------------------------------------------
+ATTENTION_KERNELS = {"numpy softmax": perf.fast_attention, "compiled softmax": perf.compiled_attention}
+
+
+@pytest.fixture(params=ATTENTION_KERNELS.values(), ids=ATTENTION_KERNELS.keys())
+def attention(request):
+    "Section 8's blocked attention, and the same with section 10's compiled masked softmax (Python without numba)."
+    return request.param
+
+
 @pytest.fixture(params=[2 ** 22, 100], ids=["one block", "row blocks"])
 def cache_bytes(request, monkeypatch):
     monkeypatch.setattr(perf.numpy_kernels, "_CACHE_BYTES", request.param)
@@ -141,40 +150,40 @@ def cache_bytes(request, monkeypatch):
 @pytest.mark.exercise("fast-attention")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", MASKS)
-def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, pools):
+def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, pools, attention):
     Q, K, V = leaves(rng, (2, 1, 3, 4), (1, 2, 5, 4), (2, 2, 5, 2), dtype=dtype)
     groups = perf.numpy_kernels._score_blocks((2, 2, 3, 5), np.dtype(dtype).itemsize)
     assert len(groups) == threads
     assert sum(map(len, groups)) == (threads if cache_bytes > 100 else 2 * 2 * (2 if dtype == np.float64 else 1))
-    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=MASKS[name])
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V], mask=MASKS[name])
     assert bool(pools) == (threads == 2)
 
 
 @pytest.mark.exercise("fast-attention-backward")
-def test_attention_with_inputs_that_need_no_gradient(rng, threads, cache_bytes):
+def test_attention_with_inputs_that_need_no_gradient(rng, threads, cache_bytes, attention):
     Q, K, V = leaves(rng, (3, 4), (5, 4), (5, 2))
     K.requires_grad = False
-    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=ROW_BLOCKED)
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V], mask=ROW_BLOCKED)
     Q.requires_grad, K.requires_grad = False, True
-    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V])
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V])
 
 
 @pytest.mark.exercise("fast-attention")
-def test_attention_of_split_heads_keeps_their_layout(rng):
+def test_attention_of_split_heads_keeps_their_layout(rng, attention):
     "Heads split off as a transposed view: the output and the gradients come back in that layout (no copy to merge)."
     x = rng.normal(size=(2, 6, 3, 4)).astype(np.float32)            # (B, n, H, d)
     Q, K, V = (Tensor(x.copy().transpose(0, 2, 1, 3), requires_grad=True) for _ in range(3))
-    out, _ = perf.fast_attention(Q, K, V, create_causal_mask(6))
+    out, _ = attention(Q, K, V, create_causal_mask(6))
     assert out.data.strides == Q.data.strides
     out.backward(np.ones(out.shape, np.float32))
     assert Q.grad.shape == Q.shape
-    assert_same_as_plain(perf.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=create_causal_mask(6))
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V], mask=create_causal_mask(6))
 
 
 @pytest.mark.exercise("fast-attention")
-def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cache_bytes):
+def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cache_bytes, attention):
     Q, K, V = leaves(rng, (2, 3, 4), (2, 5, 4), (2, 5, 3))
-    out, weights = perf.fast_attention(Q, K, V, ROW_BLOCKED)
+    out, weights = attention(Q, K, V, ROW_BLOCKED)
     assert np.all(out.data[:, 1] == 0) and np.all(weights.data[:, 1] == 0)
     (out.sum() + (weights * weights).sum()).backward()
     assert all(np.all(np.isfinite(t.grad.data)) for t in (Q, K, V)) and np.all(Q.grad.data[:, 1] == 0)
@@ -309,3 +318,17 @@ def test_multi_head_attention_splits_and_merges_heads_without_copies(rng, monkey
     assert np.shares_memory(out._node.inputs[0].data, attention_output[0].data)        # merge_heads: a view
     out.backward(rng.normal(size=out.shape).astype(np.float32))
     assert views == [True] * 4                                 # merge_heads, then q, k and v split back
+
+
+@pytest.mark.exercise("fast-attention")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", MASKS)
+def test_the_compiled_masked_softmax_is_module_05s(rng, dtype, name):
+    "Every kind of mask, read by module 05's _mask_bias, broadcast to the scores (a view or, for (B,1,1,m), a copy)."
+    from tinytorch.core.attention import _mask_bias, _masked_softmax
+    scores = (3 * rng.normal(size=(2, 2, 3, 5))).astype(dtype)
+    bias = _mask_bias(MASKS[name], scores.shape, dtype)
+    expected = _masked_softmax(scores, bias)
+    got = perf.compiled_kernels._compiled_masked_softmax(scores.copy(), bias)
+    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=0)
+    assert got.dtype == dtype

@@ -96,6 +96,36 @@ def test_each_path_runs_in_its_own_process_with_its_own_kernels_taking_turns():
     assert multiprocessing.active_children() == []
 
 
+def reports_allocator(path):
+    return lambda: os.environ.get(kernel_paths.REUSE)
+
+
+@pytest.mark.skipif(not kernel_paths.can_reuse_freed_memory(), reason="needs module 07 exported and glibc")
+def test_workers_started_under_the_reuse_setting_have_it_and_later_ones_do_not():
+    with kernel_paths.allocator("reuse"):
+        done = turns.take_turns(dict.fromkeys(PATHS, reports_allocator), blocks=1)
+    assert all(done[path].blocks == ["1"] for path in PATHS)
+    done = turns.take_turns(dict.fromkeys(PATHS, reports_allocator), blocks=1)
+    assert all(done[path].blocks == [None] for path in PATHS) and kernel_paths.REUSE not in os.environ
+
+
+@pytest.mark.skipif(not HAS_PERF, reason="module 07 not exported")
+def test_the_reuse_setting_calls_module_07s_reuse_freed_memory_in_every_paths_process(monkeypatch):
+    import tinytorch.perf as perf
+    calls = []
+    monkeypatch.setattr(perf, "reuse_freed_memory", lambda reuse=True: calls.append(reuse) or True)
+    monkeypatch.setattr(kernel_paths, "can_reuse_freed_memory", lambda: True)
+    for path in PATHS:
+        with kernel_paths.allocator("reuse"), kernel_paths.running(path):
+            pass
+        with kernel_paths.allocator("glibc"), kernel_paths.running(path):
+            pass
+    assert calls == [True] * len(PATHS)
+    with pytest.raises(ValueError, match="allocator must be one of glibc, reuse"):
+        with kernel_paths.allocator("jemalloc"):
+            pass
+
+
 def failing_factory(path):
     raise ValueError(f"no model for {path}")
 
@@ -186,7 +216,11 @@ def test_run_writes_every_path_to_the_results_file(tmp_path, capsys):
     assert data["smoke"] is True and data["machine"]["paths"] == TINYTORCH + (["torch"] if HAS_TORCH else [])
     assert (data["machine"]["fast_missing"] == "module 07 not exported") != HAS_PERF
     kinds = [r["benchmark"] for r in data["results"]]
-    assert kinds[0] == "gpt_train_step" and kinds.count("attention forward+backward") == 2 and "peak memory" in kinds[-1]
+    settings = ["glibc", "reuse"] if kernel_paths.can_reuse_freed_memory() else ["glibc"]
+    assert kinds[0] == "gpt_train_step" and "peak memory" in kinds[-1]
+    assert kinds.count("attention forward+backward") == 2 * len(settings)
+    assert [r["allocator"] for r in data["results"] if r["benchmark"] == "gpt_train_step"] == settings
+    assert ("not measured: it needs module 07" in printed) != kernel_paths.can_reuse_freed_memory()
     for r in data["results"]:
         assert r["paths"][:len(TINYTORCH)] == TINYTORCH   # every figure says which path it is
     step = data["results"][0]
@@ -244,6 +278,7 @@ def test_summarize_gives_each_figures_median_and_spread_over_runs(tmp_path):
     files = []
     for i, (step, attention, loss) in enumerate([(1.5, 2.0, 1.9), (1.7, 2.4, 1.8), (1.6, 9.0, 1.85)]):
         results = [{"benchmark": "gpt_train_step", "fast_ratio": step, "paths": ["fast"], "config": {"a": 1}},
+                   {"benchmark": "gpt_train_step", "allocator": "reuse", "fast_ratio": step / 2},
                    {"benchmark": "attention forward+backward", "n": 64, "fast_ratio": attention},
                    {"benchmark": "gpt_tiny_shakespeare", "path": "fast", "val_loss": loss, "seconds": 100.0 + i}]
         files.append(tmp_path / f"run{i}.json")
@@ -257,3 +292,4 @@ def test_summarize_gives_each_figures_median_and_spread_over_runs(tmp_path):
     assert figures["attention n=64"]["fast_ratio"]["median"] == 2.4
     assert figures["e2e fast"]["val_loss"]["median"] == 1.85 and figures["e2e fast"]["seconds"]["high"] == 102.0
     assert "paths" not in figures["gpt_train_step"]
+    assert figures["gpt_train_step, reuse"]["fast_ratio"] == dict(median=0.8, low=0.75, high=0.85, runs=3)

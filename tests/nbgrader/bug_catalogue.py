@@ -446,14 +446,8 @@ BUGS["06"] += [  # so that every exercise has at least three (the blame table, t
 BUGS["07"] = [  # from the module 07 author's list, each re-checked here
     Bug("compiled-layer-norm-one-pass-variance", "the compiled layer norm takes the variance as E[x²] − E[x]²",
         "compiled-layer-norm-loops",
-        """        var = 0.0
-        for j in range(d):
-            centred = x[r, j] - mean
-            var += centred * centred""",
-        """        var = 0.0
-        for j in range(d):
-            var += x[r, j] * x[r, j]
-        var -= d * mean * mean"""),
+        "        rstd[r] = 1.0 / math.sqrt(_dot(xhat[r], xhat[r]) / d + eps)",
+        "        rstd[r] = 1.0 / math.sqrt(_dot(x[r], x[r]) / d - mean * mean + eps)"),
     Bug("compiled-layer-norm-shared-sums", "every part of the rows adds its column sums into part 0",
         "compiled-layer-norm-loops", "                sums[p, 0, j] += grad[r, j] * xhat[r, j]\n                sums[p, 1, j] += grad[r, j]",
         "                sums[0, 0, j] += grad[r, j] * xhat[r, j]\n                sums[0, 1, j] += grad[r, j]"),
@@ -489,8 +483,8 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
     Bug("gelu-grad-no-upstream", "the GELU chunk's backward forgets the upstream gradient", "gelu-chunk",
         "    out *= s\n    out *= grad\n", "    out *= s\n"),
     Bug("attention-mask-ignored", "the blocked softmax ignores the mask", "fast-attention",
-        "            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])",
-        "            block[...] = _masked_softmax(block, None)"),
+        "            block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])",
+        "            block[...] = softmax(block, None)"),
     Bug("attention-dk-assigned", "each block's dK replaces the sum instead of adding to it", "fast-attention-backward",
         "                dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]",
         "                dK[index] = np.swapaxes(d_scores, -1, -2) @ q[block_rows]"),
@@ -526,14 +520,14 @@ BUGS["07"] += [  # so that every exercise has at least three (the blame table, t
         "    out *= 2 * _GELU_C * 3 * 0.044715", "    out *= 2 * _GELU_C * 0.044715"),
     Bug("attention-mask-after-softmax", "the mask zeroes weights after the softmax, so rows no longer sum to 1",
         "fast-attention",
-        "            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])",
-        "            block[...] = _masked_softmax(block, None)\n"
+        "            block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])",
+        "            block[...] = softmax(block, None)\n"
         "            if mask_bias is not None:\n                block[mask_bias[block_rows] < 0] = 0"),
     Bug("attention-values-before-softmax", "the block is multiplied by V before its softmax", "fast-attention",
-        """            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])
+        """            block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])
             np.matmul(block, v[index], out=output[block_rows])""",
         """            np.matmul(block, v[index], out=output[block_rows])
-            block[...] = _masked_softmax(block, None if mask_bias is None else mask_bias[block_rows])"""),
+            block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])"""),
     Bug("attention-dv-untransposed", "dV is P·dO instead of Pᵀ·dO", "fast-attention-backward",
         "                dV[index] += np.swapaxes(p, -1, -2) @ d_out", "                dV[index] += p @ d_out"),
     Bug("attention-ds-no-rowsum", "the softmax backward forgets to subtract rowsum(dP ⊙ P)", "fast-attention-backward",
