@@ -16,6 +16,7 @@ each in its own process, the processes taking turns in blocks (turns.py).
 
     python benchmarks/bench_gpt.py                   # the step benchmark
     python benchmarks/bench_gpt.py --profile         # plus a cProfile of tinytorch steps: what dominates
+    python benchmarks/bench_gpt.py --ops             # plus ms per step by part of the model, fast path and PyTorch
     python benchmarks/bench_gpt.py --e2e --text input.txt      # any UTF-8 text, e.g. tiny Shakespeare
 
 `run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf (module 07) the fast path is
@@ -259,6 +260,78 @@ def profiling(path: str, steps: int, top: int, cfg: dict):
     return profile
 
 
+# The parts of a step, by words in the names the profilers give ops: tinytorch's `perf.op_profile` ("fast_linear
+# backward", "compiled_layer_norm", "Optimizer.step") and PyTorch's profiler ("aten::addmm", "aten::gelu_backward",
+# "Optimizer.step#AdamW.step", "aten::lerp_"). Ops shared by several parts (PyTorch's aten::mul_, aten::add) are "other".
+OP_GROUPS = {
+    "linear layers": ("linear", "aten::mm", "aten::addmm"),
+    "attention": ("attention",),
+    "layer norm": ("layer_norm",),
+    "gelu": ("gelu",),
+    "cross-entropy": ("cross_entropy", "log_softmax", "nll_loss"),
+    "AdamW": ("adam", "optimizer.step", "lerp_", "addcdiv_", "aten::sqrt"),
+}
+
+
+def op_group(op: str) -> str:
+    "The part of a training step (a key of OP_GROUPS, or 'other') that the op named `op` belongs to."
+    name = op.lower()
+    return next((group for group, words in OP_GROUPS.items() if any(word in name for word in words)), "other")
+
+
+def op_breakdown(steps: int = 30, cfg=CONFIG, paths=None) -> dict:
+    """Milliseconds per training step by part of the model (OP_GROUPS, and 'other': everything else, Python between
+    ops included), profiled on the fast path (`perf.op_profile`) and PyTorch (`torch.profiler`), each path in its own
+    process: where a gap in the step comes from. A profiler slows what it watches, so compare the parts, not the sum
+    with the step benchmark. {path: {part: ms}}; tinytorch paths need module 07 (op_profile is its tool)."""
+    paths = list(paths or [path for path in (FAST, TORCH) if path in measured_paths()])
+    work = functools.partial(breaking_down, steps=steps, cfg=dict(cfg))
+    done = turns.take_turns(dict.fromkeys(paths, work), blocks=1)
+    return {path: done[path].blocks[0] for path in paths}
+
+
+def breaking_down(path: str, steps: int, cfg: dict):
+    "In `path`'s worker: a function that profiles `steps` training steps after two, and returns {part: ms per step}."
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, cfg["vocab_size"], size=100_000)
+    model, optimizer = new_model(path, cfg, lr=STEP_LR)
+    batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(steps + 2)]
+
+    def profile() -> dict:
+        for x, y in batches[:2]:
+            _time_step(path, model, optimizer, x, y)
+        if path == TORCH:
+            from torch.profiler import ProfilerActivity, profile as torch_profile
+            with torch_profile(activities=[ProfilerActivity.CPU]) as profiler:
+                for x, y in batches[2:]:
+                    _time_step(path, model, optimizer, x, y)
+            seconds = {event.key: event.self_cpu_time_total / 1e6 / steps for event in profiler.key_averages()}
+        else:
+            import tinytorch.perf as perf
+            rest = iter(batches[2:])
+            seconds = perf.op_profile(lambda: _time_step(path, model, optimizer, *next(rest)), steps)
+        parts = dict.fromkeys([*OP_GROUPS, "other"], 0.0)
+        for op, s in seconds.items():
+            parts[op_group(op)] += 1e3 * s
+        return parts
+    return profile
+
+
+def breakdown_report(parts: dict) -> str:
+    paths = list(parts)
+    lines = ["ms per training step by part of the model, profiled (tinytorch: perf.op_profile; PyTorch: torch.profiler;"
+             " other: everything else, Python between ops included)",
+             f"  {'part':15s}" + "".join(f"{LABELS[path]:>9s}" for path in paths)
+             + (f"{'ratio':>8s}" if TORCH in paths and len(paths) > 1 else "")]
+    for part in [*OP_GROUPS, "other", "total"]:
+        row = {path: sum(parts[path].values()) if part == "total" else parts[path][part] for path in paths}
+        line = f"  {part:15s}" + "".join(f"{row[path]:9.2f}" for path in paths)
+        if TORCH in paths and len(paths) > 1 and row[TORCH] > 0:
+            line += f"{row[paths[0]] / row[TORCH]:8.2f}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 # --- 2. end to end -----------------------------------------------------------------------------------------------
 def say(line: str):
     print(line, flush=True)   # at once, also from a worker whose output is a pipe
@@ -405,6 +478,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer timed steps")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of tinytorch steps")
+    parser.add_argument("--ops", action="store_true", help="print ms per step by part of the model, fast path and PyTorch")
     parser.add_argument("--e2e", action="store_true", help="also train end to end on --text (minutes)")
     parser.add_argument("--text", default=None, help="text file for --e2e (default: Python stdlib sources)")
     parser.add_argument("--iters", type=int, default=E2E["iters"])
@@ -413,6 +487,8 @@ def main(argv=None):
     print_report(run(args.quick, args.e2e, args.text, args.iters, args.eval_every))
     if args.profile:
         print(profile_step())
+    if args.ops:
+        print(breakdown_report(op_breakdown()))
 
 
 if __name__ == "__main__":

@@ -241,6 +241,30 @@ def test_both_libraries_get_numpys_thread_count():
         assert torch.get_num_threads() == threads()
 
 
+@pytest.mark.parametrize("op, part", [("fast_linear backward", "linear layers"), ("aten::addmm", "linear layers"),
+                                      ("aten::mm", "linear layers"), ("fast_attention", "attention"),
+                                      ("aten::_scaled_dot_product_flash_attention_for_cpu_backward", "attention"),
+                                      ("fast_compiled_layer_norm backward", "layer norm"),
+                                      ("aten::native_layer_norm", "layer norm"), ("aten::gelu_backward", "gelu"),
+                                      ("compiled_cross_entropy", "cross-entropy"), ("Optimizer.step", "AdamW"),
+                                      ("Optimizer.step#AdamW.step", "AdamW"), ("aten::lerp_", "AdamW"),
+                                      ("compiled_adamw_update", "AdamW"), ("aten::mul_", "other"), ("add", "other"),
+                                      ("embedding backward", "other"), ("other", "other")])
+def test_each_op_is_charged_to_its_part_of_the_step(op, part):
+    assert bench_gpt.op_group(op) == part
+
+
+@pytest.mark.skipif(not HAS_PERF, reason="op_profile is module 07's tool")
+def test_the_op_breakdown_profiles_each_path_in_its_own_process_and_reports_every_part():
+    parts = bench_gpt.op_breakdown(steps=2, cfg=TINY)
+    assert list(parts) == ["fast"] + (["torch"] if HAS_TORCH else [])
+    for path, ms in parts.items():
+        assert list(ms) == [*bench_gpt.OP_GROUPS, "other"] and all(v >= 0 for v in ms.values())
+        assert ms["linear layers"] > 0 and ms["attention"] > 0 and ms["AdamW"] > 0, (path, ms)
+    report = bench_gpt.breakdown_report(parts)
+    assert "linear layers" in report and report.splitlines()[-1].lstrip().startswith("total")
+
+
 def test_ab_alternates_which_version_runs_first_and_collects_every_run(monkeypatch):
     calls = []
 

@@ -48,7 +48,7 @@ def _mask_bias(mask, scores_shape: tuple, dtype, op: str = "attention"):
     if mask is None:
         return None
     values = np.asarray(_data(mask))
-    zero_one = values.dtype.kind in "biuf" and np.isin(values, (0, 1)).all()
+    zero_one = values.dtype.kind == "b" or (values.dtype.kind in "iuf" and np.isin(values, (0, 1)).all())
     if zero_one and (values.dtype.kind != "f" or (values == 1).any()):
         bias = np.where(values != 0, 0.0, -np.inf)
     elif values.dtype.kind == "f" and not np.isnan(values).any() and (values <= 0).all():
