@@ -14,6 +14,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import platform
 import sys
 from contextlib import contextmanager
 
@@ -51,8 +52,8 @@ def tinytorch_paths() -> list[str]:
 
 
 def can_reuse_freed_memory() -> bool:
-    "Whether the 'reuse' setting can be measured here: module 07 exported, on Linux (glibc)."
-    return not fast_missing() and sys.platform.startswith("linux")
+    "Whether the 'reuse' setting can be measured here: module 07 exported, and glibc's malloc."
+    return not fast_missing() and platform.libc_ver()[0] == "glibc"
 
 
 @contextmanager

@@ -41,12 +41,21 @@ def machine() -> dict:
     torch = torch_like_numpy()  # the thread count the benchmarks give it
     torch_version, torch_threads = (torch.__version__, torch.get_num_threads()) if torch else (None, None)
     return dict(date=time.strftime("%Y-%m-%d %H:%M %Z"), platform=platform.platform(),
-                processor=platform.processor() or platform.machine(), cores=os.cpu_count(),
+                processor=processor(), cores=os.cpu_count(),
                 python=platform.python_version(), numpy=np.__version__, tinytorch=tinytorch.__version__,
                 torch=torch_version, numpy_blas_threads=threads(), torch_threads=torch_threads,
                 thread_variables={name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
                 paths=tinytorch_paths() + (["torch"] if torch else []), fast_missing=fast_missing() or None,
                 fast_threads=None if fast_missing() else _fast_threads())
+
+
+def processor() -> str:
+    "The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows."
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def compile_seconds() -> dict | None:

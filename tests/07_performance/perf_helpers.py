@@ -9,7 +9,7 @@ from tinytorch.core.tensor import Tensor
 # What the fast path records for GELU and LayerNorm: the compiled loops where numba is installed, else the numpy kernels.
 GELU_OP, LAYER_NORM_OP = ("fast_compiled_gelu", "fast_compiled_layer_norm") if perf.numba is not None \
     else ("fast_gelu", "fast_layer_norm")
-ATTENTION_OP = "fast_attention"
+ATTENTION_OP = "fast_compiled_attention" if perf.numba is not None else "fast_attention"
 
 TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-4, atol=2e-5), np.dtype(np.float64): dict(rtol=1e-9, atol=1e-11)}
 

@@ -271,6 +271,33 @@ def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_d
 
 @pytest.mark.exercise("switch")
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_after_warm_up_a_training_step_compiles_nothing():
+    "In a fresh process (signatures pile up in one): warm_up, then a GPT step of batch 3 on the fast path."
+    probe = """
+import numpy as np
+import tinytorch.perf as perf
+from tinytorch.core.layers import manual_seed
+from tinytorch.core.optim import AdamW
+from tinytorch.core.train import train_step
+from tinytorch.core.transformer import GPT
+perf.warm_up()
+loops = {name: f for name, f in vars(perf.compiled_kernels).items() if hasattr(f, "signatures")}
+before = {name: set(f.signatures) for name, f in loops.items()}
+manual_seed(0)
+model = GPT(vocab_size=7, embed_dim=8, num_layers=1, num_heads=2, max_seq_len=6)
+optimizer = AdamW(model.parameters(), lr=1e-3)
+ids = np.random.default_rng(0).integers(0, 7, size=(3, 7))
+with perf.enabled():
+    train_step(model, optimizer, ids[:, :-1], ids[:, 1:], max_norm=1.0)
+print({name: sorted(map(str, set(f.signatures) - before[name])) for name, f in loops.items()
+       if set(f.signatures) - before[name]})
+"""
+    new = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=600).stdout
+    assert new.strip() == "{}", f"compiled during the step, not in warm_up: {new}"
+
+
+@pytest.mark.exercise("switch")
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 def test_warm_up_reports_every_compiled_op_and_a_new_process_loads_them_from_the_disk_cache():
     seconds = perf.warm_up()
     assert set(seconds) == set(perf.COMPILED_KERNELS) | {"exp"}

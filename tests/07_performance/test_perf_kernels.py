@@ -269,7 +269,8 @@ def test_every_kind_of_mask_gives_exactly_the_same_result(rng):
 @pytest.mark.exercise("switch")
 @pytest.mark.parametrize("op", ["fast_linear", "fast_gelu", "fast_layer_norm", "fast_attention",
                                 "fast_attention_weights", "fast_compiled_softmax", "fast_compiled_layer_norm",
-                                "fast_compiled_gelu", "fast_compiled_cross_entropy"])
+                                "fast_compiled_gelu", "fast_compiled_cross_entropy", "fast_compiled_attention",
+                                "fast_compiled_attention_weights"])
 def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
     "The gradient checks above run the fast rules: scale one by 1.1 and gradcheck fails."
     from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
@@ -278,7 +279,11 @@ def test_a_broken_fast_gradient_rule_is_caught(rng, monkeypatch, fast, op):
         "fast_gelu": (perf.fast_gelu, leaves(rng, (3, 4))),
         "fast_layer_norm": (perf.fast_layer_norm, leaves(rng, (3, 4), (4,), (4,))),
         "fast_attention": (lambda q, k, v: perf.fast_attention(q, k, v)[0], leaves(rng, (3, 2), (4, 2), (4, 2))),
-        "fast_attention_weights": (lambda q, k: scaled_dot_product_attention(q, k, k)[1], leaves(rng, (3, 2), (4, 2))),
+        "fast_attention_weights": (lambda q, k: perf.fast_attention(q, k, k)[1], leaves(rng, (3, 2), (4, 2))),
+        "fast_compiled_attention": (lambda q, k, v: perf.compiled_attention(q, k, v)[0],
+                                    leaves(rng, (3, 2), (4, 2), (4, 2))),
+        "fast_compiled_attention_weights": (lambda q, k: perf.compiled_attention(q, k, k)[1],
+                                            leaves(rng, (3, 2), (4, 2))),
         "fast_compiled_softmax": (perf.compiled_softmax, leaves(rng, (3, 4))),
         "fast_compiled_layer_norm": (perf.compiled_layer_norm, leaves(rng, (3, 4), (4,), (4,))),
         "fast_compiled_gelu": (perf.compiled_gelu, leaves(rng, (3, 4))),
@@ -322,13 +327,30 @@ def test_multi_head_attention_splits_and_merges_heads_without_copies(rng, monkey
 
 @pytest.mark.exercise("fast-attention")
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", MASKS)
+@pytest.mark.parametrize("name", [*MASKS, "additive, a row all -1e9 (uniform weights)"])
 def test_the_compiled_masked_softmax_is_module_05s(rng, dtype, name):
-    "Every kind of mask, read by module 05's _mask_bias, broadcast to the scores (a view or, for (B,1,1,m), a copy)."
+    """Every kind of mask, read by module 05's _mask_bias, broadcast to the scores (a view or, for (B,1,1,m), a copy).
+    A row all -1e9 has uniform weights (values only: -1e9 leaves a float64 score too few digits for a gradient check)."""
     from tinytorch.core.attention import _mask_bias, _masked_softmax
     scores = (3 * rng.normal(size=(2, 2, 3, 5))).astype(dtype)
-    bias = _mask_bias(MASKS[name], scores.shape, dtype)
+    mask = MASKS.get(name, np.where(ROW_BLOCKED, 0.0, -1e9))
+    bias = _mask_bias(mask, scores.shape, dtype)
     expected = _masked_softmax(scores, bias)
-    got = perf.compiled_kernels._compiled_masked_softmax(scores.copy(), bias)
+    scores_in = scores.copy()
+    got = perf.compiled_kernels._compiled_masked_softmax(scores_in, bias)
+    assert got is scores_in                                  # the loop's path: written over the scores, in place
     np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=0)
     assert got.dtype == dtype
+
+
+@pytest.mark.exercise("fast-attention")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_infinite_score_spreads_as_in_module_05(rng, dtype, bad):
+    from tinytorch.core.attention import _masked_softmax
+    scores = rng.normal(size=(2, 3, 4)).astype(dtype)
+    scores[0, 1, 2] = bad
+    expected = _masked_softmax(scores, None)
+    got = perf.compiled_kernels._compiled_masked_softmax(scores.copy(), None)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=0)

@@ -39,9 +39,10 @@ PLAIN_PATH_ONLY = {  # "<file>::<test>" -> why it cannot pass on the fast path, 
     "04_training/test_losses.py::test_cross_entropy_gradcheck_catches_a_wrong_rule":
         "it breaks the plain op's gradient rule (test_perf_kernels breaks the fast one)",
 }
-FAST_OPS = {"fast_linear", "fast_attention"} | (  # the ops the fast path records: compiled loops where numba is
-    {"fast_compiled_gelu", "fast_compiled_layer_norm", "fast_compiled_softmax", "fast_compiled_cross_entropy"}
-    if perf.numba is not None else {"fast_gelu", "fast_layer_norm"})
+FAST_OPS = {"fast_linear"} | (  # the ops the fast path records: compiled loops where numba is
+    {"fast_compiled_gelu", "fast_compiled_layer_norm", "fast_compiled_softmax", "fast_compiled_cross_entropy",
+     "fast_compiled_attention"}
+    if perf.numba is not None else {"fast_gelu", "fast_layer_norm", "fast_attention"})
 
 
 def _load(relative: str):

@@ -247,11 +247,27 @@ def test_both_libraries_get_numpys_thread_count():
                                       ("fast_compiled_layer_norm backward", "layer norm"),
                                       ("aten::native_layer_norm", "layer norm"), ("aten::gelu_backward", "gelu"),
                                       ("compiled_cross_entropy", "cross-entropy"), ("Optimizer.step", "AdamW"),
-                                      ("Optimizer.step#AdamW.step", "AdamW"), ("aten::lerp_", "AdamW"),
+                                      ("Optimizer.step#AdamW.step", "AdamW"), ("AddmmBackward0", "linear layers"),
+                                      ("autograd::engine::evaluate_function: NativeLayerNormBackward0", "layer norm"),
                                       ("compiled_adamw_update", "AdamW"), ("aten::mul_", "other"), ("add", "other"),
                                       ("embedding backward", "other"), ("other", "other")])
 def test_each_op_is_charged_to_its_part_of_the_step(op, part):
     assert bench_gpt.op_group(op) == part
+
+
+def test_a_pytorch_op_is_charged_to_the_outermost_op_around_it_that_has_a_part():
+    from types import SimpleNamespace as Event
+    adamw = Event(name="Optimizer.step#AdamW.step", cpu_parent=None, self_cpu_time_total=2e6)
+    backward = Event(name="autograd::engine::evaluate_function: AddmmBackward0", cpu_parent=None, self_cpu_time_total=0)
+    events = [adamw, Event(name="aten::mul_", cpu_parent=adamw, self_cpu_time_total=4e6),
+              Event(name="aten::mul_", cpu_parent=None, self_cpu_time_total=6e6), backward,
+              Event(name="aten::mm", cpu_parent=backward, self_cpu_time_total=8e6)]
+    seconds = bench_gpt._torch_seconds_by_outer_op(events, steps=2)
+    assert seconds == {"Optimizer.step#AdamW.step": 3.0, "aten::mul_": 3.0, backward.name: 4.0}
+
+
+def test_the_results_name_the_processor():
+    assert run_all.machine()["processor"] not in ("", "x86_64") or not os.path.exists("/proc/cpuinfo")
 
 
 @pytest.mark.skipif(not HAS_PERF, reason="op_profile is module 07's tool")

@@ -190,10 +190,9 @@ def _fast_attention_shape(Q, K, V):
     return shape if math.prod(shape) else None
 
 # %% ../../modules/07_performance/07_performance.ipynb #fast-attention
-def fast_attention(Q, K, V, mask=None, softmax=_masked_softmax):
-    """softmax(Q Kᵀ / √d_k) V over the keys `mask` allows, in cache-sized blocks on every core. Returns
-    (output, weights), recorded as 'fast_attention' and 'fast_attention_weights'. `softmax(scores, bias)` is the
-    masked softmax each block goes through (module 05's)."""
+def _blocked_attention(Q, K, V, mask, softmax, op: str):
+    """softmax(Q Kᵀ / √d_k) V over the keys `mask` allows, in cache-sized blocks on every core, each block's scores
+    going through `softmax(scores, bias)`. Returns (output, weights), recorded as `op` and `op + "_weights"`."""
     Q, K, V = (t if isinstance(t, Tensor) else Tensor(t) for t in (Q, K, V))
     scores_shape = _fast_attention_shape(Q, K, V)
     if scores_shape is None:
@@ -217,9 +216,14 @@ def fast_attention(Q, K, V, mask=None, softmax=_masked_softmax):
             np.matmul(block, v[index], out=output[block_rows])
 
     parallel_map(fill, _score_blocks(scores_shape, Q.dtype.itemsize))
-    return (_result(output, "fast_attention", (Q, K, V), weights=weights, scale=scale),
-            _result(weights, "fast_attention_weights", (Q, K), scale=scale))
+    return (_result(output, op, (Q, K, V), weights=weights, scale=scale),
+            _result(weights, op + "_weights", (Q, K), scale=scale))
 
+
+def fast_attention(Q, K, V, mask=None):
+    """softmax(Q Kᵀ / √d_k) V over the keys `mask` allows, in cache-sized blocks on every core, with module 05's masked
+    softmax. Returns (output, weights), recorded as 'fast_attention' and 'fast_attention_weights'."""
+    return _blocked_attention(Q, K, V, mask, _masked_softmax, "fast_attention")
 
 # %% ../../modules/07_performance/07_performance.ipynb #fast-attention-backward
 def _gradient_array(x: Tensor, batch: tuple, fill=None):
