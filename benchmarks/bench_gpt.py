@@ -158,6 +158,13 @@ def _time_step(path: str, model, optimizer, x, y, lr: float = STEP_LR, grad_clip
     return forward_done - started, time.perf_counter() - forward_done
 
 
+def random_batches(cfg: dict, count: int) -> list:
+    "`count` (x, y) batches of `cfg`'s shape from random token ids, the same ones on every path (seed 0)."
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, cfg["vocab_size"], size=100_000)
+    return [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(count)]
+
+
 def mark_memory(path: str):
     """Count memory from here (turns.mark), after one step of a GPT of width 4 on `path`: what a library sets up on
     its first step (PyTorch some 90 MiB) is not the training's memory."""
@@ -172,9 +179,7 @@ def mark_memory(path: str):
 def stepping(path: str, steps: int, warmup: int, cfg: dict, block: int, grad_clip: float):
     """In `path`'s worker: training steps on the same random batches as every path's, `block` of them per turn;
     returns the two phases' seconds of each step after the first `warmup`."""
-    rng = np.random.default_rng(0)
-    data = rng.integers(0, cfg["vocab_size"], size=100_000)
-    batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(warmup + steps)]
+    batches = random_batches(cfg, warmup + steps)
     mark_memory(path)
     model, optimizer = new_model(path, cfg, lr=STEP_LR)
     times = []
@@ -240,10 +245,8 @@ def profile_step(steps: int = 20, top: int = 25, cfg=CONFIG, path: str = None) -
 
 def profiling(path: str, steps: int, top: int, cfg: dict):
     "In `path`'s worker: a function that profiles the steps and returns the report."
-    rng = np.random.default_rng(0)
-    data = rng.integers(0, cfg["vocab_size"], size=100_000)
     model, optimizer = tinytorch_model(cfg, lr=STEP_LR)
-    batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(steps + 2)]
+    batches = random_batches(cfg, steps + 2)
 
     def profile() -> str:
         profiler = cProfile.Profile()
@@ -293,10 +296,8 @@ def op_breakdown(steps: int = 30, cfg=CONFIG, paths=None) -> dict:
 
 def breaking_down(path: str, steps: int, cfg: dict):
     "In `path`'s worker: a function that profiles `steps` training steps after two, and returns {part: ms per step}."
-    rng = np.random.default_rng(0)
-    data = rng.integers(0, cfg["vocab_size"], size=100_000)
     model, optimizer = new_model(path, cfg, lr=STEP_LR)
-    batches = [get_batch(data, cfg["batch_size"], cfg["block_size"], rng) for _ in range(steps + 2)]
+    batches = random_batches(cfg, steps + 2)
 
     def profile() -> dict:
         for x, y in batches[:2]:
