@@ -210,34 +210,37 @@ compiled_attention_weights_backward = register_gradient("fast_compiled_attention
 
 # %% ../../modules/07_performance/07_performance.ipynb #compiled-layer-norm-loops
 @compiled
-def _layer_norm_rows(x, weight, bias, eps, out, xhat, rstd):
-    "Layer norm of each row of x (rows, d) into out, with the normalised rows in xhat and 1/std in rstd."
+def _layer_norm_rows(x, weight, bias, eps, out, mean, rstd):
+    "Layer norm of each row of x (rows, d) into out, with each row's mean in mean and 1/std in rstd."
     rows, d = x.shape
     for r in prange(rows):
-        mean = _total(x[r]) / d
+        mean[r] = _total(x[r]) / d
         for j in range(d):
-            xhat[r, j] = x[r, j] - mean
-        rstd[r] = 1.0 / math.sqrt(_dot(xhat[r], xhat[r]) / d + eps)
+            out[r, j] = x[r, j] - mean[r]                                # x − mean, for now
+        rstd[r] = 1.0 / math.sqrt(_dot(out[r], out[r]) / d + eps)
         for j in range(d):
-            xhat[r, j] *= rstd[r]
-            out[r, j] = xhat[r, j] * weight[j] + bias[j]
+            out[r, j] = out[r, j] * rstd[r] * weight[j] + bias[j]
 
 
 @compiled
-def _layer_norm_rows_backward(grad, xhat, rstd, weight, grad_x, sums):
+def _layer_norm_rows_backward(grad, x, mean, rstd, weight, grad_x, sums):
     "The gradient of layer norm for each row into grad_x; each part p of the rows adds its column sums into sums[p]."
     rows, d = grad.shape
     parts = sums.shape[0]
     for p in prange(parts):
+        xhat = np.empty(d, dtype=x.dtype)                                # one row of x̂, made again as the forward did
         for r in range(p * rows // parts, (p + 1) * rows // parts):
             for j in range(d):
+                xhat[j] = x[r, j] - mean[r]
+            for j in range(d):
+                xhat[j] *= rstd[r]
                 grad_x[r, j] = grad[r, j] * weight[j]                    # ĝ, for now
-                sums[p, 0, j] += grad[r, j] * xhat[r, j]
+                sums[p, 0, j] += grad[r, j] * xhat[j]
                 sums[p, 1, j] += grad[r, j]
             mean_g = _total(grad_x[r]) / d
-            mean_gx = _dot(grad_x[r], xhat[r]) / d
+            mean_gx = _dot(grad_x[r], xhat) / d
             for j in range(d):
-                grad_x[r, j] = rstd[r] * (grad_x[r, j] - mean_g - xhat[r, j] * mean_gx)
+                grad_x[r, j] = rstd[r] * (grad_x[r, j] - mean_g - xhat[j] * mean_gx)
 
 
 # %% ../../modules/07_performance/07_performance.ipynb #compiled-layer-norm
@@ -246,39 +249,40 @@ def compiled_layer_norm(x, weight, bias, eps: float = 1e-5):
     if not (_compilable(x, weight, bias) and x.ndim >= 1 and x.size and weight.shape == bias.shape == x.shape[-1:]):
         return _layers.layer_norm.plain(x, weight, bias, eps)
     rows = _rows(x.data)
-    out, xhat, rstd = np.empty_like(rows), np.empty_like(rows), np.empty(len(rows), dtype=x.dtype)
-    _layer_norm_rows(rows, weight.data, bias.data, eps, out, xhat, rstd)
-    return _result(out.reshape(x.shape), "fast_compiled_layer_norm", (x, weight, bias), xhat=xhat, rstd=rstd)
+    out, mean, rstd = np.empty_like(rows), np.empty(len(rows)), np.empty(len(rows), dtype=x.dtype)
+    _layer_norm_rows(rows, weight.data, bias.data, eps, out, mean, rstd)  # the mean in float64, as the loop takes it
+    return _result(out.reshape(x.shape), "fast_compiled_layer_norm", (x, weight, bias), mean=mean, rstd=rstd)
 
 
 @register_gradient("fast_compiled_layer_norm")
-def compiled_layer_norm_backward(grad, out, x, weight, bias, xhat, rstd):
-    grad_x = np.empty_like(xhat)
-    sums = np.zeros((1, 2, xhat.shape[1]))  # float64 column sums: one part, as the loops run on one thread
-    _layer_norm_rows_backward(_rows(np.asarray(grad, dtype=x.dtype)), xhat, rstd, weight.data, grad_x, sums)
+def compiled_layer_norm_backward(grad, out, x, weight, bias, mean, rstd):
+    rows = _rows(x.data)
+    grad_x = np.empty_like(rows)
+    sums = np.zeros((1, 2, rows.shape[1]))  # float64 column sums: one part, as the loops run on one thread
+    _layer_norm_rows_backward(_rows(np.asarray(grad, dtype=x.dtype)), rows, mean, rstd, weight.data, grad_x, sums)
     grad_weight, grad_bias = sums.sum(axis=0).astype(x.dtype)
     return grad_x.reshape(x.shape), grad_weight, grad_bias
 
 # %% ../../modules/07_performance/07_performance.ipynb #gelu-loop
 @compiled
-def _gelu_loop(x, out, s):
-    "GELU of each number of the flat array x into out, and σ(2u) into s."
+def _gelu_loop(x, out):
+    "GELU of each number of the flat array x into out, as x·σ(2u)."
     one, minus_2c, k = x.dtype.type(1.0), x.dtype.type(-2.0 * _GELU_C), x.dtype.type(0.044715)
     for i in prange(x.size):
         v = x[i]
-        s[i] = one / (one + vexp(minus_2c * v * (one + k * v * v)))
-        out[i] = v * s[i]
+        out[i] = v * (one / (one + vexp(minus_2c * v * (one + k * v * v))))
 
 # %% ../../modules/07_performance/07_performance.ipynb #compiled-gelu-loops
 @compiled
-def _gelu_backward_loop(x, s, grad, grad_x):
-    "The gradient of GELU for each number: grad times the slope at x, given s = σ(2u)."
-    one = x.dtype.type(1.0)
+def _gelu_backward_loop(x, y, grad, grad_x):
+    "The gradient of GELU for each number: grad times the slope at x, with s = σ(2u) read back from y = x·s."
+    one, half = x.dtype.type(1.0), x.dtype.type(0.5)
     two_c = x.dtype.type(2.0 * _GELU_C)
     k3 = x.dtype.type(3 * 0.044715)
     for i in prange(x.size):
         v = x[i]
-        grad_x[i] = grad[i] * s[i] * (one + v * (one - s[i]) * two_c * (one + k3 * v * v))
+        s = y[i] / v if v != 0 else half
+        grad_x[i] = grad[i] * s * (one + v * (one - s) * two_c * (one + k3 * v * v))
 
 
 # %% ../../modules/07_performance/07_performance.ipynb #compiled-gelu
@@ -287,15 +291,16 @@ def compiled_gelu(x):
     if not (_compilable(x) and x.size):
         return _layers.gelu.plain(x)
     v = _flat(x.data)
-    out, s = np.empty_like(v), np.empty_like(v)
-    _gelu_loop(v, out, s)
-    return _result(out.reshape(x.shape), "fast_compiled_gelu", (x,), sigmoid_2u=s)
+    out = np.empty_like(v)
+    _gelu_loop(v, out)
+    return _result(out.reshape(x.shape), "fast_compiled_gelu", (x,))
 
 
 @register_gradient("fast_compiled_gelu")
-def compiled_gelu_backward(grad, out, x, sigmoid_2u):
-    grad_x = np.empty_like(sigmoid_2u)
-    _gelu_backward_loop(_flat(x.data), sigmoid_2u, _flat(np.asarray(grad, dtype=x.dtype)), grad_x)
+def compiled_gelu_backward(grad, out, x):
+    v = _flat(x.data)
+    grad_x = np.empty_like(v)
+    _gelu_backward_loop(v, _flat(out.data), _flat(np.asarray(grad, dtype=x.dtype)), grad_x)
     return (grad_x.reshape(x.shape),)
 
 # %% ../../modules/07_performance/07_performance.ipynb #compiled-cross-entropy-loops
