@@ -487,9 +487,11 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
     Bug("attention-mask-ignored", "the blocked softmax ignores the mask", "fast-attention",
         "            block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])",
         "            block[...] = softmax(block, None)"),
-    Bug("attention-dk-assigned", "each block's dK replaces the sum instead of adding to it", "fast-attention-backward",
-        "                dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]",
-        "                dK[index] = np.swapaxes(d_scores, -1, -2) @ q[block_rows]"),
+    Bug("attention-dk-assigned", "each row block's dK replaces the sum instead of adding to it", "fast-attention-backward",
+        "                _matmul_into(np.swapaxes(d_scores, -1, -2), q[block_rows], dK[index], add=later)",
+        "                _matmul_into(np.swapaxes(d_scores, -1, -2), q[block_rows], dK[index], add=False)"),
+    Bug("attention-first-block-adds", "the first row block adds into dK and dV, which hold no zeros",
+        "fast-attention-backward", "            later = rows.start > 0", "            later = True"),
     Bug("disable-clears-everything", "disable() empties KERNELS, other kernels too", "switch",
         """    for op, fast in FAST_KERNELS.items():
         if KERNELS.get(op) is fast:
@@ -531,7 +533,8 @@ BUGS["07"] += [  # so that every exercise has at least three (the blame table, t
         """            np.matmul(block, v[index], out=output[block_rows])
             block[...] = softmax(block, None if mask_bias is None else mask_bias[block_rows])"""),
     Bug("attention-dv-untransposed", "dV is P·dO instead of Pᵀ·dO", "fast-attention-backward",
-        "                dV[index] += np.swapaxes(p, -1, -2) @ d_out", "                dV[index] += p @ d_out"),
+        "                _matmul_into(np.swapaxes(p, -1, -2), d_out, dV[index], add=later)",
+        "                _matmul_into(p, d_out, dV[index], add=later)"),
     Bug("attention-ds-no-rowsum", "the softmax backward forgets to subtract rowsum(dP ⊙ P)", "fast-attention-backward",
         "            d_scores -= row_dot[block_rows]\n", ""),
     Bug("compiled-layer-norm-part-off-by-one", "each part's row loop stops one row early", "compiled-layer-norm-loops",

@@ -226,20 +226,23 @@ def fast_attention(Q, K, V, mask=None):
     return _blocked_attention(Q, K, V, mask, _masked_softmax, "fast_attention")
 
 # %% ../../modules/07_performance/07_performance.ipynb #fast-attention-backward
-def _gradient_array(x: Tensor, batch: tuple, fill=None):
-    "An array for x's gradient over the full `batch` in x's layout (None if x needs none), `fill`-ed unless None."
-    if not x.requires_grad:
-        return None
-    array = _empty_in_layout_of(x, batch + x.shape[-2:])
-    if fill is not None:
-        array[...] = fill
-    return array
+def _gradient_array(x: Tensor, batch: tuple):
+    "An uninitialised array for x's gradient over the full `batch`, in x's layout; None if x needs no gradient."
+    return _empty_in_layout_of(x, batch + x.shape[-2:]) if x.requires_grad else None
+
+
+def _matmul_into(a: np.ndarray, b: np.ndarray, into: np.ndarray, add: bool):
+    "into = a @ b (no array for the product), or into += a @ b when `add`."
+    if add:
+        into += a @ b
+    else:
+        np.matmul(a, b, out=into)
 
 
 @register_gradient("fast_attention")
 def fast_attention_backward(grad, out, Q, K, V, weights, scale):
     batch = weights.shape[:-2]
-    dQ, dK, dV = _gradient_array(Q, batch), _gradient_array(K, batch, 0), _gradient_array(V, batch, 0)
+    dQ, dK, dV = _gradient_array(Q, batch), _gradient_array(K, batch), _gradient_array(V, batch)
     row_dot = np.einsum("...c,...c->...", grad, out.data)[..., None]  # rowsum(dP ⊙ P) = rowsum(dO ⊙ O)
     q = np.broadcast_to(Q.data * scale, batch + Q.shape[-2:])
     k = np.broadcast_to(K.data, batch + K.shape[-2:])
@@ -249,8 +252,9 @@ def fast_attention_backward(grad, out, Q, K, V, weights, scale):
         for index, rows in blocks:
             block_rows = index + (rows, slice(None))
             p, d_out = weights[block_rows], grad[block_rows]
+            later = rows.start > 0                  # a later row block of this matrix: add to dK and dV
             if dV is not None:
-                dV[index] += np.swapaxes(p, -1, -2) @ d_out
+                _matmul_into(np.swapaxes(p, -1, -2), d_out, dV[index], add=later)
             if dQ is None and dK is None:
                 continue
             d_scores = d_out @ v_t[index]           # dP for this block
@@ -259,7 +263,7 @@ def fast_attention_backward(grad, out, Q, K, V, weights, scale):
             if dQ is not None:
                 np.matmul(d_scores, k[index], out=dQ[block_rows])
             if dK is not None:
-                dK[index] += np.swapaxes(d_scores, -1, -2) @ q[block_rows]
+                _matmul_into(np.swapaxes(d_scores, -1, -2), q[block_rows], dK[index], add=later)
 
     parallel_map(fill, _score_blocks(weights.shape, weights.dtype.itemsize))
     if dQ is not None:
