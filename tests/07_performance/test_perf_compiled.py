@@ -61,6 +61,17 @@ def test_gelu_far_out_in_both_tails(dtype):
     assert_same_as_plain(perf.compiled_gelu, gelu.plain, [x])
 
 
+@pytest.mark.exercise("compiled-gelu-loops")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_of_tiny_numbers_where_the_output_loses_its_digits(dtype):
+    "The backward reads σ(2u) back as y / x: near 0 (0, -0, subnormals) y has no digits left, and σ(2u) is ½."
+    smallest = np.finfo(dtype).smallest_subnormal
+    v = np.array([0.0, -0.0, smallest, 3 * smallest, -5 * smallest, 1e-30, -1e-21, 1e-19], dtype=dtype)
+    x = Tensor(v, requires_grad=True)
+    perf.compiled_gelu(x).backward(np.ones_like(v))
+    np.testing.assert_allclose(x.grad.data, 0.5, rtol=1e-6)
+
+
 @pytest.mark.exercise("compiled-cross-entropy-loops")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape, targets, ignore_index", [

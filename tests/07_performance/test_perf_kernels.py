@@ -202,11 +202,14 @@ def test_score_blocks_cover_every_score_once_in_groups_that_share_no_matrix(monk
     assert 1 <= len(groups) <= threads
     covered = np.zeros(scores_shape, int)
     owner = np.full(scores_shape[:-2], -1)
-    for g, blocks in enumerate(groups):
+    next_row = np.zeros(scores_shape[:-2], int)  # each matrix's row blocks come in order from row 0 (the backward
+    for g, blocks in enumerate(groups):          # writes dK and dV at a matrix's first block and adds the later ones)
         for index, rows in blocks:
             covered[index + (rows, slice(None))] += 1
             assert np.all(np.isin(owner[index], (-1, g))), "two groups write to the same matrix"
             owner[index] = g
+            assert np.all(next_row[index] == rows.start), "a matrix's row blocks out of order"
+            next_row[index] = rows.stop
     assert np.all(covered == 1)
 
 

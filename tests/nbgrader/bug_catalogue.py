@@ -454,7 +454,10 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
     Bug("compiled-gelu-grad-no-one-minus-s", "the GELU backward loop forgets the factor (1 − s)", "compiled-gelu-loops",
         "(one + v * (one - s) * two_c", "(one + v * two_c"),
     Bug("compiled-gelu-grad-nan-at-zero", "the GELU backward loop reads s = y / v back even at v = 0 (0/0)",
-        "compiled-gelu-loops", "        s = y[i] / v if v != 0 else half\n", "        s = y[i] / v\n"),
+        "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n", "        s = y[i] / v\n"),
+    Bug("compiled-gelu-grad-subnormal", "the GELU backward loop reads s = y / v back for a subnormal v, where y has no "
+        "digits left", "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n",
+        "        s = y[i] / v if v != 0 else half\n"),
     Bug("compiled-cross-entropy-ignores-keep", "the cross-entropy backward loop sends gradient to ignored rows",
         "compiled-cross-entropy-loops",
         "            if keep[r]:\n                p = vexp(z.dtype.type(z[r, j] - lse[r]))",

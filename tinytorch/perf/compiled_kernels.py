@@ -276,12 +276,12 @@ def _gelu_loop(x, out):
 @compiled
 def _gelu_backward_loop(x, y, grad, grad_x):
     "The gradient of GELU for each number: grad times the slope at x, with s = σ(2u) read back from y = x·s."
-    one, half = x.dtype.type(1.0), x.dtype.type(0.5)
+    one, half, tiny = x.dtype.type(1.0), x.dtype.type(0.5), x.dtype.type(1e-20)
     two_c = x.dtype.type(2.0 * _GELU_C)
     k3 = x.dtype.type(3 * 0.044715)
     for i in prange(x.size):
         v = x[i]
-        s = y[i] / v if v != 0 else half
+        s = y[i] / v if abs(v) > tiny else half
         grad_x[i] = grad[i] * s * (one + v * (one - s) * two_c * (one + k3 * v * v))
 
 

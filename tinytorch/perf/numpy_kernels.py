@@ -150,7 +150,8 @@ _THREAD_BYTES = 2 ** 18  # each thread's share of scores is at least this: wakin
 def _score_blocks(scores_shape: tuple, itemsize: int) -> list:
     """The scores (..., n, m) cut into blocks (batch index, query rows) of about _CACHE_BYTES at most, in at most
     num_threads() groups that split the first batch axis longer than 1: different groups never touch the same matrix.
-    Within a group: all of it at once if it fits, else one (n, m) matrix at a time, in row blocks if that is too big."""
+    Within a group: all of it at once if it fits, else one (n, m) matrix at a time, in row blocks if that is too big,
+    a matrix's row blocks in order from row 0 (the backward writes a matrix's dK and dV at its first block)."""
     batch, (n, m) = scores_shape[:-2], scores_shape[-2:]
     row_bytes = max(1, m * itemsize)
     total = math.prod(batch) * n * row_bytes
