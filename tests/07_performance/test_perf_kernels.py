@@ -202,8 +202,9 @@ def test_score_blocks_cover_every_score_once_in_groups_that_share_no_matrix(monk
     assert 1 <= len(groups) <= threads
     covered = np.zeros(scores_shape, int)
     owner = np.full(scores_shape[:-2], -1)
-    next_row = np.zeros(scores_shape[:-2], int)  # each matrix's row blocks come in order from row 0 (the backward
-    for g, blocks in enumerate(groups):          # writes dK and dV at a matrix's first block and adds the later ones)
+    # each matrix's row blocks come in order from row 0: the backward writes dK and dV at the first, adds the later ones
+    next_row = np.zeros(scores_shape[:-2], int)
+    for g, blocks in enumerate(groups):
         for index, rows in blocks:
             covered[index + (rows, slice(None))] += 1
             assert np.all(np.isin(owner[index], (-1, g))), "two groups write to the same matrix"
