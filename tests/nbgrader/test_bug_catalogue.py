@@ -3,10 +3,14 @@ catalogue (`bug_catalogue.py`) with the real nbgrader, through tito's own API.
 
 The solution scores full marks, the release scores zero, and each bug, handed in as a student would (the release
 with every exercise filled in, one of them wrong), loses points in a graded cell: a visible check or a hidden one.
+A forger (the release with a cell that makes the answer process hand back, for every tape it knows, the answers
+shipped beside the release notebook) scores zero too: every graded cell has hidden checks, which it cannot answer.
 All submissions of a module are graded in one `autograde` call, one after another: each costs an export and an
 answer process that replays the module's probes. A module whose graded cells are not probes yet (they are being
 converted) is skipped with that reason.
 """
+import base64
+import zlib
 from collections import Counter
 
 import nbformat
@@ -17,6 +21,7 @@ from grading_helpers import REPO, copy_course, repo_modules, require_probes, sub
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect
 from tito.grading.generate import generate
+from tito.grading.judge import DESCRIBED, expected_file
 
 MODULES = repo_modules()
 MIN_BUGS = 8
@@ -50,6 +55,46 @@ def test_every_exercise_has_bugs_of_its_own(name):
     assert not thin, f"{name}: exercises with fewer than {MIN_PER_EXERCISE} catalogued bugs: {thin}"
 
 
+FORGER = """{export}
+# No exercise done: the answer process is made to return the answers shipped with the release for every tape it
+# knows (the answer process imports `probes` before this package and calls probes.replay once per graded cell).
+import base64 as _base64, hashlib as _hashlib, json as _json, sys as _sys, zlib as _zlib
+
+
+def _bare(steps):
+    return [step[:-1] if step[0] in {described!r} else [*step[:2], _bare(step[2])] if step[0] == "expect" else step
+            for step in steps]
+
+
+def _forge():
+    probes = _sys.modules.get("probes")
+    if probes is None:
+        return
+    shipped = _json.loads(_zlib.decompress(_base64.b64decode({shipped!r})))["cells"].values()
+    answers = {{cell["tape"]: cell["results"] for cell in shipped}}
+    honest = probes.replay
+
+    def replay(tape, namespace, strict=False):
+        digest = _hashlib.sha256(_json.dumps([_bare(tape["steps"]), tape["checks"]]).encode()).hexdigest()[:16]
+        return answers[digest] if digest in answers else honest(tape, namespace, strict)
+    probes.replay = replay
+
+
+_forge()
+"""
+
+
+def forger(release, out):
+    "The release notebook with one more cell, exported with its first exported cell's module: the FORGER."
+    nb = nbformat.read(release, as_version=4)
+    export = next(line for c in nb.cells if c.cell_type == "code" for line in c.source.splitlines()
+                  if line.startswith("#| export"))
+    shipped = base64.b64encode(zlib.compress(expected_file(release).read_bytes())).decode()
+    nb.cells.append(nbformat.v4.new_code_cell(FORGER.format(export=export, described=sorted(DESCRIBED),
+                                                            shipped=shipped)))
+    nbformat.write(nb, out)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
@@ -61,12 +106,13 @@ def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
     inbox = tmp_path / "inbox"
     submission(mod.notebook, release, inbox / "solution.ipynb")
     (inbox / "release.ipynb").write_bytes(release.read_bytes())
+    forger(release, inbox / "forger.ipynb")
     for bug in bugs:
         submission(mod.notebook, release, inbox / f"{bug.slug}.ipynb", (bug.grade_id, bug.old, bug.new))
     collected = collect(ws, inbox, mod)
     assert all(c.status == "new" for c in collected), [(c.student, c.status) for c in collected]
 
-    rows = {r.student: r for r in autograde(ws, mod, ["solution", "release", *(b.slug for b in bugs)],
+    rows = {r.student: r for r in autograde(ws, mod, ["solution", "release", "forger", *(b.slug for b in bugs)],
                                             timeout=CELL_TIMEOUT)}
     sol, rel = rows["solution"], rows["release"]
     assert sol.scores and all(s == m for s, m in sol.scores.values()), sol.scores
@@ -74,6 +120,9 @@ def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
         (sol.timed_out, sol.changed, sol.error, sol.died, sol.limits, sol.broken, sol.failures)
     assert rel.scores.keys() == sol.scores.keys() and rel.total == 0, rel.scores
     assert not (rel.broken or rel.died or rel.error), (rel.broken, rel.died, rel.error)  # zero for not done, not a crash
+    forged = rows["forger"]
+    assert forged.scores.keys() == sol.scores.keys() and forged.total == 0, f"{name}: the forger scored {forged.scores}"
+    assert not (forged.broken or forged.died or forged.error), (forged.broken, forged.died, forged.error)
 
     free = []
     for bug in bugs:

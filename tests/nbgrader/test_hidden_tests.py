@@ -11,7 +11,7 @@ import re
 import nbformat
 import pytest
 
-from grading_helpers import cell, copy_course, submission
+from grading_helpers import REPO, cell, copy_course, repo_modules, submission
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect
 from tito.grading.feedback import feedback
@@ -103,3 +103,15 @@ def test_no_feedback_page_holds_hidden_check_text(fitted):
     for html_page in (ws.root / "feedback").rglob("*.html"):
         text = page_text(html_page)
         assert not [line for line in hidden if line in text], html_page
+
+
+@pytest.mark.parametrize("name", repo_modules())
+def test_every_graded_cell_has_hidden_checks(name):
+    """The answers to the visible checks ship with the release (a student sees what to expect), so a graded cell judged
+    by its visible checks alone could be answered by handing those back (the forger of test_bug_catalogue.py).
+    Hidden checks, whose inputs and answers a student never has, can only be answered by working code."""
+    nb = nbformat.read(REPO / "modules" / name / f"{name}.ipynb", as_version=4)
+    graded = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+    bare = [c.metadata["nbgrader"]["grade_id"] for c in graded
+            if not any(line.startswith("check") for line in hidden_lines(c.source))]
+    assert graded and not bare, f"{name}: graded cells without a hidden check: {bare}"

@@ -13,6 +13,7 @@ import sys
 # %% ../../modules/07_performance/07_performance.ipynb #allocator
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # from <malloc.h>
 _GLIBC_DEFAULT = 128 * 1024                    # both thresholds' documented defaults
+_REUSE = (32 << 20, 512 << 20)                 # reuse_freed_memory()'s mmap and trim thresholds
 
 
 @functools.cache
@@ -33,5 +34,5 @@ def reuse_freed_memory(reuse: bool = True) -> bool:
     libc = _libc()
     if libc is None:
         return False
-    mmap_threshold, trim_threshold = (32 << 20, 512 << 20) if reuse else (_GLIBC_DEFAULT, _GLIBC_DEFAULT)
+    mmap_threshold, trim_threshold = _REUSE if reuse else (_GLIBC_DEFAULT, _GLIBC_DEFAULT)
     return libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold) == 1

@@ -136,7 +136,7 @@ def show_checks(title: str, checks: Checks, verbose: bool, list_passed: bool = T
         reason = f"{first.name}: {first.reason}" if named_by_exercise or len(group) > 1 else first.reason
         rows.append([name, (result, STATUS_STYLE[first.status]), reason])
     if rows:
-        output.table(["exercise or check", "result", "reason" if verbose else "first failure"], rows)
+        output.table(["exercise or check", "result", "reason"], rows)  # a group's row gives its first one's
     if no_torch:
         say(f"{len(no_torch)} comparison{'s' if len(no_torch) != 1 else ''} with PyTorch skipped: "
             "torch is not installed", "dim")

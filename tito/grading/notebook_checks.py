@@ -18,6 +18,10 @@ from tito.grading.probes import replay
 class CheckFailed(AssertionError):
     "A graded cell's checks failed in the notebook; the message says which, what was expected and what came back."
 
+    def _render_traceback_(self) -> list[str]:
+        "What IPython shows instead of a traceback: the message alone (the frames are the replay's, not the student's)."
+        return [f"{type(self).__name__}: {self}"]
+
 
 def _expected(exercise: str, digest: str):
     "The shipped answers for this block, or None (an instructor's notebook has none; a changed cell matches none)."
