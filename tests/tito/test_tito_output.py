@@ -73,3 +73,9 @@ def test_an_error_about_a_path_with_markup_prints_it_as_it_is(tmp_path):
     folder.mkdir()
     done = run_tito(tmp_path, "--root", str(folder), "module", "list")
     assert done.returncode == 1 and f"error: {folder} is not a TinyTorch workspace" in done.stderr, done.stderr
+
+
+def test_failures_come_first_and_passes_last(monkeypatch):
+    text = shown(monkeypatch, 200)
+    at = {what: text.index(what) for what in ("Exercise 2: elementwise", "probe: a skipped test", "Exercise 1: the constructor")}
+    assert at["Exercise 2: elementwise"] < at["probe: a skipped test"] < at["Exercise 1: the constructor"], text

@@ -22,6 +22,7 @@ app = typer.Typer(help="List, export, test and complete course modules.", no_arg
 
 NO_TORCH = re.compile(r"(PyTorch|torch) is not installed")
 STATUS_STYLE = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow"}
+STATUS_RANK = {"failed": 0, "error": 0, "skipped": 1, "passed": 2}  # a table lists failures first, passes last
 VERBOSE = typer.Option(False, "--verbose", "-v",
                        help="List every test and check, and show each failure in full (its traceback).")
 
@@ -128,7 +129,8 @@ def show_checks(title: str, checks: Checks, verbose: bool, list_passed: bool = T
     no_torch = [o for o in checks.outcomes if o.status == "skipped" and NO_TORCH.search(o.reason)]
     shown = [o for o in checks.outcomes if (verbose or list_passed or o.status != "passed") and o not in no_torch]
     rows = []
-    for group in ([o] for o in shown) if verbose else _fold(shown):
+    groups = [[o] for o in shown] if verbose else _fold(shown)
+    for group in sorted(groups, key=lambda g: STATUS_RANK[g[0].status]):
         first = group[0]
         result = first.status if len(group) == 1 else f"{len(group)} {first.status}"
         named_by_exercise = first.exercise and not verbose

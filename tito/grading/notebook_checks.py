@@ -15,6 +15,9 @@ from tito.grading.judge import EXPECTED_SUFFIX, UNKNOWN, answer_fault, tape_dige
 from tito.grading.probes import replay
 
 
+SHOWN = 5  # failed checks a notebook lists in full; the others are counted (one mistake often fails many alike)
+
+
 class CheckFailed(AssertionError):
     "A graded cell's checks failed in the notebook; the message says which, what was expected and what came back."
 
@@ -47,8 +50,9 @@ def run_in_notebook(block, namespace: dict):
         if why := answer_fault(check, expected[i] if isinstance(expected, list) else UNKNOWN, got):
             failures.append(f"check {check['name']!r}: {why}")
     if failures:
+        more = [f"... and {len(failures) - SHOWN} more"] if len(failures) > SHOWN else []
         raise CheckFailed(f"`{block.exercise}`: {len(failures)} of {len(results)} checks failed:\n  " +
-                          "\n  ".join(failures))
+                          "\n  ".join(failures[:SHOWN] + more))
     if expected == "changed":
         print(f"`{block.exercise}`: this graded cell differs from the release; put the original back to compare")
     elif expected is None:
