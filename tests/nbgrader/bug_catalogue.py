@@ -458,6 +458,8 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
     Bug("compiled-gelu-grad-subnormal", "the GELU backward loop reads s = y / v back for a subnormal v, where y has no "
         "digits left", "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n",
         "        s = y[i] / v if v != 0 else half\n"),
+    Bug("compiled-gelu-loop-not-compiled", "the GELU backward loop is left to Python (right values, no @compiled)",
+        "compiled-gelu-loops", "@compiled\ndef _gelu_backward_loop(", "def _gelu_backward_loop("),
     Bug("compiled-cross-entropy-ignores-keep", "the cross-entropy backward loop sends gradient to ignored rows",
         "compiled-cross-entropy-loops",
         "            if keep[r]:\n                p = vexp(z.dtype.type(z[r, j] - lse[r]))",
@@ -465,6 +467,8 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
     Bug("compiled-adamw-no-bias-correction", "the AdamW loop forgets the bias corrections", "compiled-adamw-loop",
         "        step = lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)",
         "        step = lr * m[i] / (np.sqrt(v[i]) + eps)"),
+    Bug("compiled-adamw-object-mode", "the AdamW loop is compiled in numba's object mode (Python's speed, right values)",
+        "compiled-adamw-loop", "@compiled\ndef _adamw_loop(", "@numba.jit(forceobj=True)\ndef _adamw_loop("),
     Bug("compare-same-order", "every block runs the functions in the same order", "compare",
         "        for name in names if block % 2 == 0 else names[::-1]:", "        for name in names:"),
     Bug("linear-no-bias", "the fused linear never adds the bias", "fast-linear",
