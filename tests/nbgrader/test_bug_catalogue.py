@@ -99,18 +99,22 @@ _forge()
 """
 
 
-def forger(ws, mod, release, base, out):
-    """`base` (a submission) with one more cell, the FORGER, exported where its first exported cell is: the visible
-    checks answered from the answers shipped with `release`, whatever the code does."""
+def forger_cell(ws, mod, release) -> str:
+    "The FORGER for `release`: its visible checks answered from the answers shipped beside it, whatever the code does."
     shipped = json.loads(expected_file(release).read_text(encoding="utf-8"))["cells"]
     known = [[len(c.tape["steps"]), c.tape["checks"],
               hashlib.sha256(json.dumps(_bare(c.tape["steps"])).encode()).hexdigest(), shipped[c.grade_id]["results"]]
              for c in read_probes(ws, mod, release).cells]
-    nb = nbformat.read(base, as_version=4)
-    export = next(line for c in nb.cells if c.cell_type == "code" for line in c.source.splitlines()
-                  if line.startswith("#| export"))
+    export = next(line for c in nbformat.read(release, as_version=4).cells if c.cell_type == "code"
+                  for line in c.source.splitlines() if line.startswith("#| export"))
     packed = base64.b64encode(zlib.compress(json.dumps(known).encode())).decode()
-    nb.cells.append(nbformat.v4.new_code_cell(FORGER.format(export=export, described=sorted(DESCRIBED), known=packed)))
+    return FORGER.format(export=export, described=sorted(DESCRIBED), known=packed)
+
+
+def with_cell(base, source: str, out):
+    "The notebook `base` (a submission) with one more code cell, `source`, written to `out`."
+    nb = nbformat.read(base, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(source))
     nbformat.write(nb, out)
 
 
@@ -128,11 +132,12 @@ def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
     inbox = tmp_path / "inbox"
     submission(mod.notebook, release, inbox / "solution.ipynb")
     (inbox / "release.ipynb").write_bytes(release.read_bytes())
-    forger(ws, mod, release, release, inbox / "forger.ipynb")
+    forging = forger_cell(ws, mod, release)  # traced once: every forged submission gets the same cell
+    with_cell(release, forging, inbox / "forger.ipynb")
     for bug in bugs:
         submission(mod.notebook, release, inbox / f"{bug.slug}.ipynb", (bug.grade_id, bug.old, bug.new))
     for bug in forged:
-        forger(ws, mod, release, inbox / f"{bug.slug}.ipynb", inbox / f"{bug.slug}-forged.ipynb")
+        with_cell(inbox / f"{bug.slug}.ipynb", forging, inbox / f"{bug.slug}-forged.ipynb")
     collected = collect(ws, inbox, mod)
     assert all(c.status == "new" for c in collected), [(c.student, c.status) for c in collected]
 
