@@ -221,8 +221,9 @@ def _compare(expected, received, options: dict, where: str) -> Optional[str]:
     if rk in ("$raised", "$missing"):
         return f"expected {show(expected)}{at}, but it {show(received)}" if rk == "$raised" else \
             f"expected {show(expected)}{at}, received {show(received)}"
-    if ek == "$object":
-        if rk != "$object" or ("data" in expected) != ("data" in received):
+    if ek == "$object":  # known by its class alone, unless it holds data (a Tensor: compared by its data)
+        if rk != "$object" or ("data" in expected) != ("data" in received) or \
+                ("data" not in expected and received["$object"] != expected["$object"]):
             return f"expected a {expected['$object']}{at}, received {show(received)}"
         return _compare(expected["data"], received["data"], options, where) if "data" in expected else None
     if ek in ("$array", "$scalar") or (ek in ("float", "int", "bool") and rk in ("$array", "$scalar")):
