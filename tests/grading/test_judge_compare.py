@@ -29,23 +29,38 @@ class Holder:
         self.data = np.asarray(data, dtype=float)
 
 
+def within(bound):
+    "A property check written as the course writes them: a message when something is wrong, else None."
+    def expect(got, want):
+        if np.abs(got).max() > bound:
+            return f"expected numbers within ±{bound}"
+    return expect
+
+
+NO_OPTIONS = {}
 WRONG = [
-    ("another class", [Linear(), Linear()], [Linear(), ReLU()]),
-    ("an object whose class cannot be read", [Linear()], [Hostile()]),
-    ("an object holding data where one known by its class is expected", Linear(), Holder([1.0])),
-    ("a class where data is expected", Holder([1.0, 2.0]), Linear()),
-    ("other data in the same class", Holder([1.0, 2.0]), Holder([1.0, 3.0])),
-    ("a list one item short", [Linear(), Linear()], [Linear()]),
+    ("another class", [Linear(), Linear()], [Linear(), ReLU()], NO_OPTIONS),
+    ("an object whose class cannot be read", [Linear()], [Hostile()], NO_OPTIONS),
+    ("an object holding data where one known by its class is expected", Linear(), Holder([1.0]), NO_OPTIONS),
+    ("a class where data is expected", Holder([1.0, 2.0]), Linear(), NO_OPTIONS),
+    ("other data in the same class", Holder([1.0, 2.0]), Holder([1.0, 3.0]), NO_OPTIONS),
+    ("a list one item short", [Linear(), Linear()], [Linear()], NO_OPTIONS),
+    ("NaN to a property check (every comparison with NaN is False)", np.array([0.5, -0.2]),
+     np.array([np.nan, np.nan]), {"expect": within(1.0)}),
+    ("a NaN inside a tuple to a property check", (np.array([0.5]), 2.0), (np.array([0.5]), np.nan),
+     {"expect": lambda got, want: "far" if got[1] > 10 else None}),
 ]
 RIGHT = [
-    ("the same classes", [Linear(), ReLU()], [Linear(), ReLU()]),
-    ("the same data", Holder([1.0, 2.0]), Holder([1.0, 2.0 + 1e-12])),
+    ("the same classes", [Linear(), ReLU()], [Linear(), ReLU()], NO_OPTIONS),
+    ("the same data", Holder([1.0, 2.0]), Holder([1.0, 2.0 + 1e-12]), NO_OPTIONS),
+    ("other numbers with the property", np.array([0.5, -0.2]), np.array([-0.9, 0.1]), {"expect": within(1.0)}),
+    ("NaN where the course's answer has NaN too", np.array([np.nan]), np.array([np.nan]), {"expect": within(1.0)}),
 ]
 
 
-@pytest.mark.parametrize("expected, received", [case[1:] for case in WRONG], ids=[case[0] for case in WRONG])
-def test_a_wrong_answer_never_matches(expected, received):
-    why = compare(result_data(expected), result_data(received), {})
+@pytest.mark.parametrize("expected, received, options", [case[1:] for case in WRONG], ids=[case[0] for case in WRONG])
+def test_a_wrong_answer_never_matches(expected, received, options):
+    why = compare(result_data(expected), result_data(received), options)
     assert why, "matched"
 
 
@@ -53,6 +68,6 @@ def test_the_message_names_both_classes():
     assert compare(result_data([Linear()]), result_data([ReLU()]), {}) == "expected a Linear at [0], received a ReLU"
 
 
-@pytest.mark.parametrize("expected, received", [case[1:] for case in RIGHT], ids=[case[0] for case in RIGHT])
-def test_a_right_answer_matches(expected, received):
-    assert compare(result_data(expected), result_data(received), {}) is None
+@pytest.mark.parametrize("expected, received, options", [case[1:] for case in RIGHT], ids=[case[0] for case in RIGHT])
+def test_a_right_answer_matches(expected, received, options):
+    assert compare(result_data(expected), result_data(received), options) is None

@@ -187,6 +187,8 @@ def _error_name(value: dict) -> str:
 def compare(expected, received, options: dict) -> Optional[str]:
     "None when `received` answers the check as `expected` does; else what was wrong, in words, with values."
     if "expect" in options and _kind(received) not in ("$raised", "$missing"):
+        if _has_non_finite(_plain(received)) and not _has_non_finite(_plain(expected)):  # NaN fails no comparison
+            return f"received {show(received)}: NaN or infinity, where the course's answer has none"
         try:
             said = options["expect"](_plain(received), _plain(expected))
         except Exception as e:  # noqa: BLE001 - a received value the check cannot read is a wrong answer
@@ -210,6 +212,19 @@ def _plain(value):
         return decode_data(value)
     except (TypeError, ValueError, LookupError):
         return value
+
+
+def _has_non_finite(value) -> bool:
+    "Whether plain data (`_plain`) holds a NaN or an infinity anywhere."
+    if isinstance(value, (list, tuple)):
+        return any(_has_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    try:
+        array = np.asarray(value)
+        return array.dtype.kind in "fc" and not np.isfinite(array).all()
+    except (TypeError, ValueError):
+        return False
 
 
 def _compare(expected, received, options: dict, where: str) -> Optional[str]:
