@@ -10,6 +10,7 @@ Needs bubblewrap (Debian: apt-get install bubblewrap; .ci/run installs it).
 import hashlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ from grading_helpers import REPO, copy_course
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect
 from tito.grading.generate import generate
-from tito.grading.sandbox import Limits, Sandbox, Watchdog, find_bwrap
+from tito.grading.sandbox import Limits, Sandbox, Watchdog, find_bwrap, installed_copies
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap (`bwrap`) is not installed: "
                                 "apt-get install bubblewrap (.ci/run installs it)")
@@ -103,6 +104,30 @@ print("scratch ok")
     assert not (tmp_path / "escaped").exists()
     if os.geteuid() == 0:  # root grades as an unprivileged id of its own
         assert "uid 0" not in out
+
+
+def test_an_installed_copy_of_the_course_package_is_hidden():
+    "A course installed without -e puts its package, solutions included, in site-packages, which the sandbox shows."
+    import site
+
+    name = f"tito_installed_copy_{os.getpid()}"
+    copy = Path(site.getsitepackages()[0]) / name
+    copy.mkdir()
+    code = f"import os; print('listing', os.listdir({str(copy)!r}))"
+
+    def run(hide: tuple) -> str:
+        done = subprocess.run(Sandbox(find_bwrap(), LIMITS, hide=hide).command([sys.executable, "-c", code]),
+                              capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    try:
+        (copy / "__init__.py").write_text("SOLUTION = 42\n")
+        assert installed_copies(name) == [copy.resolve()]
+        assert "listing ['__init__.py']" in run(hide=())  # shown with the Python folders it lies in
+        assert "listing []" in run(hide=tuple(map(str, installed_copies(name))))
+    finally:
+        shutil.rmtree(copy)
 
 
 def test_the_process_limit_holds(tmp_path):

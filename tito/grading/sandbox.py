@@ -116,6 +116,17 @@ def python_roots() -> list[Path]:
     return roots
 
 
+def installed_copies(package: str) -> list[Path]:
+    """Every folder named `package` on this Python's import path or in its site-packages: an installed course's
+    package, solutions included, which a sandboxed process would read through the Python folders it is shown."""
+    import site
+
+    places = [*sys.path, *site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        places.append(site.getusersitepackages())
+    return sorted({(Path(p) / package).resolve() for p in places if p and (Path(p) / package).is_dir()})
+
+
 @dataclass
 class Sandbox:
     "How to build the bwrap command of one sandboxed process."
@@ -159,10 +170,6 @@ class Sandbox:
             elif p.is_dir():
                 args += ["--ro-bind", d, d]
                 mounted.append(p)
-        for h in self.hide:  # e.g. a course or an exchange folder under /usr
-            h = Path(h).resolve()
-            if h.is_dir() and _covered(h, mounted) and h not in mounted:
-                args += ["--tmpfs", str(h)]
         args += ["--proc", "/proc", "--dev", "/dev"]
         size = str(lim.scratch_mb * 2**20)
         args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp",
@@ -173,6 +180,10 @@ class Sandbox:
             if not _covered(root, mounted):
                 args += self._parents(root, mounted, made) + ["--ro-bind", str(root), str(root)]
                 mounted.append(root)
+        for h in self.hide:  # e.g. a course under /usr, an installed copy of its package in site-packages
+            h = Path(h).resolve()
+            if h.is_dir() and _covered(h, mounted) and h not in mounted:
+                args += ["--tmpfs", str(h)]
         if workdir != HOME:
             args += ["--perms", "0777", "--dir", workdir]
         if home is not None:

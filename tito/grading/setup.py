@@ -72,8 +72,9 @@ def exchange_inbound(ws: Workspace) -> Path:
 
 
 def hidden_from_sandbox(ws: Workspace) -> list[str]:
-    "Folders the sandbox must never show, even under a system folder it sees (a course in /usr/local/...)."
-    folders = {ws.root.resolve(), exchange_folder(ws)}
+    """Folders the sandbox must never show, even under a folder it sees (a course in /usr/local/..., the course's
+    package installed in site-packages)."""
+    folders = {ws.root.resolve(), exchange_folder(ws), *sandbox.installed_copies(ws.lib_dir.name)}
     folders |= {_dir(ws, step).resolve() for step in ("submitted", "autograded", "feedback")}
     return sorted(str(f) for f in folders)
 
