@@ -64,3 +64,27 @@ def test_the_judge_refuses_course_answers_with_an_unchecked_failure():
     answers = types.SimpleNamespace(results={0: replay(tape, LIBRARY, strict=True)}, stopped={}, status={})
     with pytest.raises(TitoError, match=r"test-model.*KeyError.*no check looks at that result"):
         judge.expected_answers(probes, answers)
+
+
+def checks_tape(raising: bool) -> dict:
+    "A tape that loads the model with a key it lacks, as a check that it raises or as a check of what it returns."
+    block = Block("model")
+    with block as (tt, check):
+        model = tt.Model()
+        if raising:
+            check.raises("load without 'weight'", KeyError, lambda: model.load({"w": np.arange(3.0)}), words=("weight",))
+        else:
+            check("load without 'weight'", model.load({"w": np.arange(3.0)}))
+    return block.tape.as_json()
+
+
+def test_the_student_process_cannot_tell_a_check_that_expects_an_error_from_one_that_expects_a_value():
+    assert checks_tape(raising=True) == checks_tape(raising=False)  # it could claim an error for those alone
+
+
+def test_a_check_that_expects_an_error_is_answered_by_the_error_or_by_what_came_back():
+    [answer] = replay(checks_tape(raising=True), LIBRARY)
+    assert answer["$raised"][0] == "KeyError" and "weight" in answer["message"], answer
+    assert judge.compare_raises(answer, {"error": "KeyError", "words": ["weight"]}) is None
+    returned = judge.compare_raises({"$object": "Model"}, {"error": "KeyError", "words": ["weight"]})
+    assert returned == "expected it to raise KeyError, but it returned a Model"

@@ -62,8 +62,7 @@ def tape_digest(tape: dict) -> str:
 
 def _bare(steps: list) -> list:
     "The steps without the description each get/item/call/op step ends with."
-    return [step[:-1] if step[0] in DESCRIBED else [*step[:2], _bare(step[2])] if step[0] == "expect" else step
-            for step in steps]
+    return [step[:-1] if step[0] in DESCRIBED else step for step in steps]
 
 
 @dataclass
@@ -342,9 +341,10 @@ def answer_fault(check: dict, expected, received) -> Optional[str]:
 def compare_raises(received, options: dict) -> Optional[str]:
     "A `check.raises` answer: the error named in the check (or a subclass), with the promised words in its message."
     error = options["error"]
+    if _kind(received) == "$missing":
+        return f"expected it to raise {error}, received {show(received)}"
     if _kind(received) != "$raised":
-        return f"expected it to raise {error}, but it returned" if received == {"$returned": True} else \
-            f"expected it to raise {error}, received {show(received)}"
+        return f"expected it to raise {error}, but it returned {show(received)}"
     if error not in received["$raised"]:
         return f"expected it to raise {error}, but it {show(received)}"
     message = received.get("message", "")

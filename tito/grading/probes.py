@@ -143,14 +143,13 @@ class Tape:
         self.steps: list = []
         self.checks: list = []  # {"name", "kind", "hidden", "options"}
         self._next = 2
-        self._blocks: list = [self.steps]
         self._hidden_lines, self._filename = set(hidden_lines), filename
         self.tt = Sym(self, NAMESPACE, "tt")
         self.np = Sym(self, NUMPY, "np")
 
     # the student's namespace also answers `tt.np`: numpy on the side that replays
     def record(self, step: list):
-        self._blocks[-1].append(step)
+        self.steps.append(step)
 
     def emit(self, kind: str, *operands, text: str) -> Sym:
         ref = self._next
@@ -170,7 +169,7 @@ class Tape:
         else:  # item
             self.record(["item", ref, self.encode(operands[0]), self.encode(operands[1])])
         text = text if len(text) <= MAX_STEP_TEXT else text[:MAX_STEP_TEXT - 3] + "..."  # long chains stay linear
-        self._blocks[-1][-1].append(text)
+        self.steps[-1].append(text)
         return Sym(self, ref, text)
 
     def encode(self, value):
@@ -210,17 +209,13 @@ class Tape:
         self.record(["check", len(self.checks) - 1, self.encode(value)])
 
     def raises(self, name: str, error: type, action, words=(), **options):
-        "Calling `action` (a function of no arguments, run now to write its steps) must raise `error`."
+        """Calling `action` (a function of no arguments, run now to write its steps) must raise `error`. Its steps
+        and its check are written as a value check's are: the student's process cannot tell which calls are
+        meant to raise (it could otherwise claim any error, with the inputs in its message, for those alone)."""
         if not (isinstance(error, type) and issubclass(error, BaseException)):
             raise ProbeError(f"check {name!r}: raises() needs an exception class, not {error!r}")
         self._add_check(name, "raises", {**options, "error": error.__name__, "words": list(words)})
-        block: list = []
-        self._blocks.append(block)
-        try:
-            action()
-        finally:
-            self._blocks.pop()
-        self.record(["expect", len(self.checks) - 1, block])
+        self.record(["check", len(self.checks) - 1, self.encode(action())])
 
     def _add_check(self, name: str, kind: str, options: dict):
         if not isinstance(name, str) or not name:
@@ -425,17 +420,13 @@ def _references(obj, found: set = None) -> set:
     return found
 
 
-def _run(steps: list, env: dict, results: list, stop_on_error: bool = False, raised: list = None):
+def _run(steps: list, env: dict, results: list, raised: list = None):
     for step in steps:
         kind = step[0]
         try:
             if kind == "check":
                 _, index, value = step
                 results[index] = _checked(value, env)
-                continue
-            if kind == "expect":
-                _, index, block = step
-                results[index] = _expected_error(block, env, results)
                 continue
             operands = _operands(step, env)
             if kind == "get":
@@ -458,20 +449,16 @@ def _run(steps: list, env: dict, results: list, stop_on_error: bool = False, rai
         except _UsesFailed as e:
             if kind in ("get", "item", "call", "op"):
                 env[step[1]] = e.failed
-            if stop_on_error:
-                raise
             _note_raised(raised, step, e.failed.record)
         except Exception as error:  # noqa: BLE001 - the student's code may raise anything; it is the answer
             if kind in ("get", "item", "call", "op"):
                 env[step[1]] = _Failed(raised_data(error), step[-1] if isinstance(step[-1], str) else kind)
-            if stop_on_error:
-                raise
             _note_raised(raised, step, raised_data(error))
 
 
 def _note_raised(raised: Optional[list], step: list, record: dict):
     "Note a top-level step that raised: its result's reference (None for an assignment) and what it was."
-    if raised is None or step[0] in ("check", "expect"):
+    if raised is None or step[0] == "check":
         return
     ref = step[1] if step[0] in ("get", "item", "call", "op") else None
     what = step[-1] if ref is not None and isinstance(step[-1], str) else f"an assignment ({step[0]})"
@@ -534,16 +521,6 @@ def _checked(value, env):
     if failed is not None:
         return {**failed.record, "step": failed.text[:200]}
     return result_data(decoded)
-
-
-def _expected_error(block: list, env: dict, results: list):
-    try:
-        _run(block, env, results, stop_on_error=True)
-    except _UsesFailed as e:
-        return {**e.failed.record, "step": e.failed.text[:200]}
-    except BaseException as error:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from student code are answers
-        return raised_data(error)
-    return {"$returned": True}
 
 
 # --- the `with checks(...)` block ---------------------------------------------------------------------------------
