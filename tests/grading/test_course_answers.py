@@ -88,3 +88,31 @@ def test_a_check_that_expects_an_error_is_answered_by_the_error_or_by_what_came_
     assert judge.compare_raises(answer, {"error": "KeyError", "words": ["weight"]}) is None
     returned = judge.compare_raises({"$object": "Model"}, {"error": "KeyError", "words": ["weight"]})
     assert returned == "expected it to raise KeyError, but it returned a Model"
+
+
+class Vec:
+    "A tensor-like result: an array in `.data`."
+
+    def __init__(self, data):
+        self.data = np.asarray(data, dtype=float)
+
+    def double(self):
+        return Vec(self.data * 2)
+
+
+def test_a_check_of_t_data_looks_at_t_and_a_later_use_of_t_data_still_works():
+    block = Block("vec")
+    with block as (tt, check):
+        v = tt.Vec([1.0, 2.0])
+        check("v.data", v.data)                    # written as a check of v
+        d = v.double().data
+        check("v.double().data", d)
+        check("v.double().data + 1", d + 1)        # the taken-out step is written back before this one uses it
+    tape = block.tape.as_json()
+    calls = {step[1]: step[-1] for step in tape["steps"] if step[0] == "call"}
+    looked_at = [calls.get(step[2].get("$ref")) for step in tape["steps"] if step[0] == "check"]
+    assert looked_at[:2] == ["tt.Vec([1.0, 2.0])", "tt.Vec([1.0, 2.0]).double()"], tape["steps"]
+    assert [step[0] for step in tape["steps"]].count("get") == 3, "tt.Vec, .double and d's .data (written back)"
+    results = replay(tape, types.SimpleNamespace(Vec=Vec), strict=True)
+    assert [r["$object"] for r in results[:2]] == ["Vec", "Vec"], results
+    assert np.allclose(results[1]["data"]["data"], [2.0, 4.0]) and np.allclose(results[2]["data"], [3.0, 5.0]), results

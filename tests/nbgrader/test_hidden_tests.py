@@ -115,3 +115,38 @@ def test_every_graded_cell_has_hidden_checks(name):
     bare = [c.metadata["nbgrader"]["grade_id"] for c in graded
             if not any(line.startswith("check") for line in hidden_lines(c.source))]
     assert graded and not bare, f"{name}: graded cells without a hidden check: {bare}"
+
+
+def _looks_at(steps: list) -> dict:
+    """For each check of a tape: the form of the value it looks at, as the student's process sees it (the kind of
+    step that made it, and the operator or the attribute called), or "data" for a value the checks cell made."""
+    made = {s[1]: s for s in steps if s[0] in ("get", "item", "call", "op")}
+
+    def form(step):
+        if step[0] == "call":
+            target = made.get(step[2].get("$ref")) if isinstance(step[2], dict) else None
+            return "call", target[3] if target and target[0] == "get" else "?"
+        return step[0], step[2] if step[0] == "op" else step[3] if step[0] == "get" else ""
+
+    return {s[1]: form(made[s[2]["$ref"]]) if isinstance(s[2], dict) and s[2].get("$ref") in made else "data"
+            for s in steps if s[0] == "check"}
+
+
+@pytest.mark.parametrize("name", repo_modules())
+def test_a_check_that_a_call_raises_looks_like_a_hidden_value_check(name):
+    """The student's process sees every tape, and could claim an error (every class, the operands in the message)
+    for the checks that look at a value no value check looks at: a bare call to `backward`, to an optimizer... So for
+    every check that a call raises, some hidden value check of its cell looks at the result of the same kind of
+    step calling the same thing."""
+    from tito.grading.judge import read_probes
+    from tito.workspace import Workspace
+
+    ws = Workspace.find(REPO)
+    mod = ws.module(name)
+    alone = []
+    for cell_ in read_probes(ws, mod).cells:
+        forms = _looks_at(cell_.tape["steps"])
+        hidden_values = {forms[i] for i, c in enumerate(cell_.checks) if c["kind"] == "value" and c["hidden"]}
+        alone += [f"{cell_.grade_id}: {c['name']!r} looks at {forms[i]}" for i, c in enumerate(cell_.checks)
+                  if c["kind"] == "raises" and forms[i] not in hidden_values]
+    assert not alone, f"{name}: checks that a call raises, told apart by what they look at: {alone}"
