@@ -8,7 +8,7 @@ import pytest
 
 from tito.workspace import TitoError
 from tito.grading import judge
-from tito.grading.probes import UNCHECKED, Block, replay
+from tito.grading.probes import UNCHECKED, Block, ProbeError, replay
 
 
 class Model:
@@ -80,6 +80,15 @@ def checks_tape(raising: bool) -> dict:
 
 def test_the_student_process_cannot_tell_a_check_that_expects_an_error_from_one_that_expects_a_value():
     assert checks_tape(raising=True) == checks_tape(raising=False)  # it could claim an error for those alone
+
+
+@pytest.mark.parametrize("action", [lambda model: (lambda: None), lambda model: (lambda: [model.load({})])],
+                         ids=["returns nothing", "returns a list around the call"])
+def test_a_check_that_expects_an_error_must_check_the_call_itself(action):
+    "An action returning anything but the raising call's placeholder would write a check no answer could pass."
+    with pytest.raises(ProbeError, match="must return the call that raises"):
+        with Block("model") as (tt, check):
+            check.raises("load without 'weight'", KeyError, action(tt.Model()))
 
 
 def test_a_check_that_expects_an_error_is_answered_by_the_error_or_by_what_came_back():

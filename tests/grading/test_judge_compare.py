@@ -29,6 +29,20 @@ class Holder:
         self.data = np.asarray(data, dtype=float)
 
 
+class ScalarHolder:
+    "A Tensor that keeps a numpy scalar as it was given (module 01 allows it): compared by that number."
+
+    def __init__(self, number):
+        self.data = np.float64(number)
+
+
+class ListHolder:
+    "An object whose .data is a list, not an array: known by its class alone."
+
+    def __init__(self, data):
+        self.data = list(data)
+
+
 def within(bound):
     "A property check written as the course writes them: a message when something is wrong, else None."
     def expect(got, want):
@@ -45,6 +59,7 @@ WRONG = [
     ("a class where data is expected", Holder([1.0, 2.0]), Linear(), NO_OPTIONS),
     ("other data in the same class", Holder([1.0, 2.0]), Holder([1.0, 3.0]), NO_OPTIONS),
     ("a list one item short", [Linear(), Linear()], [Linear()], NO_OPTIONS),
+    ("another number as a numpy scalar .data", Holder(2.5), ScalarHolder(3.5), NO_OPTIONS),
     ("NaN to a property check (every comparison with NaN is False)", np.array([0.5, -0.2]),
      np.array([np.nan, np.nan]), {"expect": within(1.0)}),
     ("a NaN inside a tuple to a property check", (np.array([0.5]), 2.0), (np.array([0.5]), np.nan),
@@ -55,6 +70,7 @@ RIGHT = [
     ("the same data", Holder([1.0, 2.0]), Holder([1.0, 2.0 + 1e-12]), NO_OPTIONS),
     ("other numbers with the property", np.array([0.5, -0.2]), np.array([-0.9, 0.1]), {"expect": within(1.0)}),
     ("NaN where the course's answer has NaN too", np.array([np.nan]), np.array([np.nan]), {"expect": within(1.0)}),
+    ("a numpy scalar as .data where the course holds a 0-d array", Holder(2.5), ScalarHolder(2.5), NO_OPTIONS),
 ]
 
 
@@ -66,6 +82,12 @@ def test_a_wrong_answer_never_matches(expected, received, options):
 
 def test_the_message_names_both_classes():
     assert compare(result_data([Linear()]), result_data([ReLU()]), {}) == "expected a Linear at [0], received a ReLU"
+
+
+def test_the_message_says_what_data_was_expected_and_that_none_came():
+    why = compare(result_data(Holder([1.0, 2.0])), result_data(ListHolder([1.0, 2.0])), {})
+    assert why == ("expected a Holder holding float64 [1., 2.], received a ListHolder whose .data is not a numpy "
+                   "array of numbers"), why
 
 
 @pytest.mark.parametrize("expected, received, options", [case[1:] for case in RIGHT], ids=[case[0] for case in RIGHT])

@@ -113,10 +113,21 @@ def test_an_installed_copy_of_the_course_package_is_hidden():
     name = f"tito_installed_copy_{os.getpid()}"
     copy = Path(site.getsitepackages()[0]) / name
     copy.mkdir()
-    code = f"import os; print('listing', os.listdir({str(copy)!r}))"
+    code = f"""import os
+print('listing', os.listdir({str(copy)!r}))
+try:
+    open(os.path.join({str(copy)!r}, 'space.bin'), 'wb').write(bytes(2 ** 20))  # a scratch space no limit counts
+    print('wrote')
+except OSError as e:
+    print('cannot write', type(e).__name__)
+"""
+
+    class AsCaller(Sandbox):
+        "The sandbox as an instructor who is not root runs it: the process keeps the caller's user id."
+        as_root = False
 
     def run(hide: tuple) -> str:
-        done = subprocess.run(Sandbox(find_bwrap(), LIMITS, hide=hide).command([sys.executable, "-c", code]),
+        done = subprocess.run(AsCaller(find_bwrap(), LIMITS, hide=hide).command([sys.executable, "-c", code]),
                               capture_output=True, text=True, timeout=90)
         assert done.returncode == 0, done.stderr
         return done.stdout
@@ -125,7 +136,8 @@ def test_an_installed_copy_of_the_course_package_is_hidden():
         (copy / "__init__.py").write_text("SOLUTION = 42\n")
         assert installed_copies(name) == [copy.resolve()]
         assert "listing ['__init__.py']" in run(hide=())  # shown with the Python folders it lies in
-        assert "listing []" in run(hide=tuple(map(str, installed_copies(name))))
+        hidden = run(hide=tuple(map(str, installed_copies(name))))
+        assert "listing []" in hidden and "cannot write" in hidden, hidden
     finally:
         shutil.rmtree(copy)
 

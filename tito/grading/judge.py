@@ -233,12 +233,15 @@ def _compare(expected, received, options: dict, where: str) -> Optional[str]:
         return None if rk == "$raised" and _error_name(expected) in received["$raised"] else \
             f"expected it to raise {_error_name(expected)}{at}, received {show(received)}"
     if rk in ("$raised", "$missing"):
-        return f"expected {show(expected)}{at}, but it {show(received)}" if rk == "$raised" else \
+        return f"{where + ': ' if where else ''}it {show(received)}; expected {show(expected)}" if rk == "$raised" else \
             f"expected {show(expected)}{at}, received {show(received)}"
     if ek == "$object":  # known by its class alone, unless it holds data (a Tensor: compared by its data)
+        if rk == "$object" and "data" in expected and "data" not in received:
+            return (f"expected {show(expected)}{at}, received {show(received)} whose .data is not a numpy array "
+                    "of numbers")
         if rk != "$object" or ("data" in expected) != ("data" in received) or \
                 ("data" not in expected and received["$object"] != expected["$object"]):
-            return f"expected a {expected['$object']}{at}, received {show(received)}"
+            return f"expected {show(expected)}{at}, received {show(received)}"
         return _compare(expected["data"], received["data"], options, where) if "data" in expected else None
     if ek in ("$array", "$scalar") or (ek in ("float", "int", "bool") and rk in ("$array", "$scalar")):
         return _compare_numbers(expected, received, options, at)

@@ -229,7 +229,11 @@ class Tape:
         if not (isinstance(error, type) and issubclass(error, BaseException)):
             raise ProbeError(f"check {name!r}: raises() needs an exception class, not {error!r}")
         self._add_check(name, "raises", {**options, "error": error.__name__, "words": list(words)})
-        self.record(["check", len(self.checks) - 1, self.encode(action())])
+        raising = action()
+        if not (isinstance(raising, Sym) and raising._tape is self):  # the step that must raise is the one checked
+            raise ProbeError(f"check {name!r}: the action of raises() must return the call that raises (e.g. "
+                             "`lambda: tt.Tensor([1]) @ tt.Tensor([1, 2])`), not a value of its own")
+        self.record(["check", len(self.checks) - 1, self.encode(raising)])
 
     def _add_check(self, name: str, kind: str, options: dict):
         if not isinstance(name, str) or not name:
@@ -369,7 +373,7 @@ def result_data(value, depth: int = 0):
             return {"$dict": [[result_data(k, depth + 1), result_data(v, depth + 1)]
                               for k, v in list(value.items())[:MAX_ITEMS]]}
         data = getattr(value, "data", None)
-        if isinstance(data, np.ndarray) and not callable(data):
+        if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":  # a numpy scalar kept as it is
             return {"$object": _class_name(value), "data": result_data(data, depth + 1)}
         return {"$object": _class_name(value)}
     except BaseException:  # noqa: BLE001 - a hostile __getattr__ or __len__ is the student's answer, not a crash

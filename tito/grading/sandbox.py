@@ -7,8 +7,9 @@ What the answer process sees (the trust model is in docs/GRADING.md):
 - its notebook (without hidden checks), the answer script and the tapes, read-only, in a home folder; the home
   folder, `/tmp` and `/dev/shm`: private, writable, in memory, `submission_scratch_mb` each; the folder its answers
   go to, read-write, watched by tito;
-- nothing of the course tree, the gradebook, other submissions or the nbgrader exchange; no network (a loopback
-  of its own); its own process, IPC and host-name namespaces.
+- nothing of the course tree, the gradebook, other submissions or the nbgrader exchange, nor any other copy of the
+  course package on this Python's import path (an empty, read-only folder is mounted over each); no network (a
+  loopback of its own); its own process, IPC and host-name namespaces.
 
 Limits (`settings.ini [limits] submission_*`): inside the sandbox, per process, the address space (memory) and CPU
 time, and the number of processes and threads (rlimits); outside, tito stops the whole sandbox when the submission
@@ -180,10 +181,12 @@ class Sandbox:
             if not _covered(root, mounted):
                 args += self._parents(root, mounted, made) + ["--ro-bind", str(root), str(root)]
                 mounted.append(root)
+        sealed = []
         for h in self.hide:  # e.g. a course under /usr, an installed copy of its package in site-packages
             h = Path(h).resolve()
             if h.is_dir() and _covered(h, mounted) and h not in mounted:
-                args += ["--tmpfs", str(h)]
+                args += ["--perms", "0555", "--size", "4096", "--tmpfs", str(h)]
+                sealed += ["--remount-ro", str(h)]  # after the mounts below, which may need folders made inside it
         if workdir != HOME:
             args += ["--perms", "0777", "--dir", workdir]
         if home is not None:
@@ -193,7 +196,7 @@ class Sandbox:
             args += ["--perms", "0755", "--dir", str(Path(LIBRARY).parent), "--ro-bind", str(self.library), LIBRARY]
         if runtime is not None:
             args += self._parents(runtime, mounted, made) + ["--bind", str(runtime), str(runtime)]
-        args += ["--chdir", workdir, "--"]
+        args += sealed + ["--chdir", workdir, "--"]
         return args + limits_prefix(lim, processes=lim.processes, file_bytes=lim.scratch_mb * 2**20, uid=self.uid()) \
             + argv
 
