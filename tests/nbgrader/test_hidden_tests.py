@@ -122,10 +122,11 @@ def _looks_at(steps: list) -> dict:
     step that made it, and the operator or the attribute called), or "data" for a value the checks cell made."""
     made = {s[1]: s for s in steps if s[0] in ("get", "item", "call", "op")}
 
-    def form(step):
-        if step[0] == "call":
+    def form(step, depth=0):
+        if step[0] == "call":  # what is called: an attribute by its name, an object by the step that made it
             target = made.get(step[2].get("$ref")) if isinstance(step[2], dict) else None
-            return "call", target[3] if target and target[0] == "get" else "?"
+            return "call", (target[3] if target[0] == "get" else form(target, depth + 1) if depth < 3 else "...") \
+                if target else "?"
         return step[0], step[2] if step[0] == "op" else step[3] if step[0] == "get" else ""
 
     return {s[1]: form(made[s[2]["$ref"]]) if isinstance(s[2], dict) and s[2].get("$ref") in made else "data"

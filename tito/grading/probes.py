@@ -214,7 +214,8 @@ class Tape:
     def _tensor_of_data(self, value):
         """`t.data` just taken is checked as `t` (the judge compares an object holding an array by that array): a
         check of a tensor's values then looks like a check that the call making it raises, and neither gives the
-        other away to the student's process."""
+        other away to the student's process. If a later step uses that `t.data`, the step is written there, so it
+        reads `t.data` at that point: the same array unless the cell assigned a new one to `t.data` in between."""
         last = self.steps[-1] if self.steps else None
         if isinstance(value, Sym) and value._tape is self and last is not None and last[:2] == ["get", value._id] \
                 and last[3] == "data" and last[2].get("$ref") not in (NAMESPACE, NUMPY):
