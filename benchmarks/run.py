@@ -49,13 +49,27 @@ def machine() -> dict:
                 fast_threads=None if fast_missing() else _fast_threads())
 
 
+VECTOR_UNITS = ("avx512f", "avx2", "avx", "neon", "asimd")  # the widest first: what a compiled loop can use
+
+
 def processor() -> str:
-    "The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows."
+    """The processor's model name, family and model numbers and widest vector unit (Linux's /proc/cpuinfo: "AMD EPYC
+    (family 25, model 1, avx2)"; one model name covers processors with and without AVX-512), else what `platform`
+    knows."""
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            return next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
+            fields = dict(line.split(":", 1) for line in cpuinfo.read().split("\n\n")[0].splitlines() if ":" in line)
+    except OSError:
+        fields = {}
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    name = fields.get("model name")
+    if not name:
         return platform.processor() or platform.machine()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    details = [f"family {fields['cpu family']}" if "cpu family" in fields else None,
+               f"model {fields['model']}" if "model" in fields else None,
+               next((unit for unit in VECTOR_UNITS if unit in flags), None)]
+    return f"{name} ({', '.join(d for d in details if d)})" if any(details) else name
 
 
 def compile_seconds() -> dict | None:

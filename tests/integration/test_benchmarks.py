@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import ab  # noqa: E402
 import bench_attention  # noqa: E402
 import bench_gpt  # noqa: E402
+import fusion_headroom  # noqa: E402
 import kernel_paths  # noqa: E402
 import run as run_all  # noqa: E402
 import summarize  # noqa: E402
@@ -266,8 +267,31 @@ def test_a_pytorch_op_is_charged_to_the_outermost_op_around_it_that_has_a_part()
     assert seconds == {"Optimizer.step#AdamW.step": 3.0, "aten::mul_": 3.0, backward.name: 4.0}
 
 
+@pytest.mark.skipif(not HAS_PERF, reason="measures module 07's fast path")
+def test_the_fusion_headroom_adds_up_what_each_fused_op_would_save():
+    seconds = fusion_headroom.headroom(TINY, blocks=1, calls=2)
+    parts = ["bias pass", "bias gradient's column sum", "residual addition (op)", "Python around one op"]
+    assert all(seconds[part] > 0 for part in parts), seconds
+    layers, op = TINY["num_layers"], seconds["Python around one op"]
+    assert seconds["bias + GELU, per step"] == pytest.approx(
+        layers * (seconds["bias pass"] + seconds["bias gradient's column sum"] + 2 * op))
+    assert seconds["both, per step"] == pytest.approx(seconds["bias + GELU, per step"]
+                                                      + seconds["residual + LayerNorm, per step"])
+
+
 def test_the_results_name_the_processor():
     assert run_all.machine()["processor"] not in ("", "x86_64") or not os.path.exists("/proc/cpuinfo")
+
+
+def test_the_processor_names_its_widest_vector_unit(tmp_path, monkeypatch):
+    "One model name ('AMD EPYC') covers processors with and without AVX-512: ratios differ between them."
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC\ncpu family\t: 25\nmodel\t\t: 1\n"
+                       "flags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nmodel name\t: AMD EPYC\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: real_open(cpuinfo if path == "/proc/cpuinfo" else path,
+                                                                         *a, **k))
+    assert run_all.processor() == "AMD EPYC (family 25, model 1, avx2)"
 
 
 @pytest.mark.skipif(not HAS_PERF, reason="op_profile is module 07's tool")
