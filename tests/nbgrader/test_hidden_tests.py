@@ -123,11 +123,14 @@ def _looks_at(steps: list) -> dict:
     made = {s[1]: s for s in steps if s[0] in ("get", "item", "call", "op")}
 
     def form(step, depth=0):
-        if step[0] == "call":  # what is called: an attribute by its name, an object by the step that made it
-            target = made.get(step[2].get("$ref")) if isinstance(step[2], dict) else None
-            return "call", (target[3] if target[0] == "get" else form(target, depth + 1) if depth < 3 else "...") \
-                if target else "?"
-        return step[0], step[2] if step[0] == "op" else step[3] if step[0] == "get" else ""
+        if step[0] != "call":
+            return step[0], step[2] if step[0] == "op" else step[3] if step[0] == "get" else ""
+        target = made.get(step[2].get("$ref")) if isinstance(step[2], dict) else None
+        if target is None:
+            return "call", "?"
+        if target[0] == "get":  # an attribute, by its name
+            return "call", target[3]
+        return "call", form(target, depth + 1) if depth < 3 else "..."  # an object, by the step that made it
 
     return {s[1]: form(made[s[2]["$ref"]]) if isinstance(s[2], dict) and s[2].get("$ref") in made else "data"
             for s in steps if s[0] == "check"}
