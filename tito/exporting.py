@@ -20,7 +20,7 @@ from tito.notebooks import (DIRECTIVE, Node, cell_at, cell_index, cell_label, de
 EXPORT_DIRECTIVES = {"export", "exports", "exporti"}
 MAGIC_LINE = re.compile(r"^\s*(%|!(?!=))")  # IPython magics and shell escapes, which are not Python
 TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)')
-IMPORT_TIMEOUT = 120  # seconds to import one freshly exported module
+IMPORT_TIMEOUT = 120  # seconds to import one freshly exported module (each, in one process)
 COPIED = ("pyproject.toml", "settings.ini")
 SKIPPED = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc")
 
@@ -107,19 +107,41 @@ def _nbdev_export(ws: Workspace, copy: Path, module: Module):
                         f"{type(e).__name__}: {one_line(str(e))}") from None
 
 
+# Imports each module named on the command line in turn, saying which one it is about to import (on stdout, after
+# a marker that the imported code is unlikely to print), so a failure or a hang is put on the right module.
+IMPORTING = "tito-importing:"
+_IMPORT_EACH = f"""import sys
+for name in sys.argv[1:]:
+    print({IMPORTING!r} + name, flush=True)
+    exec("import " + name)
+"""
+
+
 def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
-    "Import every module exported from the notebook, in a fresh Python inside the copy."
+    """Import every module exported from the notebook, one after another in one fresh Python inside the copy (a
+    Python per module cost half a second each: module 07 exports six)."""
     lib = _in_copy(ws, copy, ws.lib_dir)
+    names = []
     for path in exported_files(lib, _in_copy(ws, copy, module.notebook)):
         parts = path.relative_to(copy).with_suffix("").parts
-        dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)  # a package is imported by its name
-        try:
-            done = subprocess.run([sys.executable, "-c", f"import {dotted}"], cwd=copy, env=tool_env(copy),
-                                  capture_output=True, text=True, timeout=IMPORT_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise TitoError(f"{ws.rel(module.notebook)}: importing {dotted} took over {IMPORT_TIMEOUT} s") from None
-        if done.returncode != 0:
-            raise TitoError(_import_error(ws, copy, module, nb, dotted, done.stderr))
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))  # a package by its name
+    if not names:
+        return
+    try:
+        done = subprocess.run([sys.executable, "-c", _IMPORT_EACH, *names], cwd=copy, env=tool_env(copy),
+                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT * len(names))
+    except subprocess.TimeoutExpired as e:
+        raise TitoError(f"{ws.rel(module.notebook)}: importing {_importing(e.stdout, names)} took over "
+                        f"{IMPORT_TIMEOUT * len(names)} s") from None
+    if done.returncode != 0:
+        raise TitoError(_import_error(ws, copy, module, nb, _importing(done.stdout, names), done.stderr))
+
+
+def _importing(stdout, names: list[str]) -> str:
+    "The module the import loop was importing when it stopped, read from its stdout (bytes after a timeout)."
+    text = stdout.decode(errors="replace") if isinstance(stdout, bytes) else stdout or ""
+    said = [line[len(IMPORTING):] for line in text.splitlines() if line.startswith(IMPORTING)]
+    return said[-1] if said and said[-1] in names else names[0]
 
 
 def _culprit(ws: Workspace, copy: Path, module: Module, nb, path: Path) -> tuple[Module, object]:

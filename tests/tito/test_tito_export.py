@@ -120,6 +120,29 @@ def test_bad_input_is_one_line_and_leaves_the_package_alone(course, case, comman
     assert not (course / ".tito" / "progress.json").exists(), "a failed export records nothing"
 
 
+def test_an_import_error_names_the_exported_module_it_is_in(course):
+    "Module 04 exports three files, imported in one process in turn: the error names the second, where it is."
+    edit_notebook(course, "def _check_hyper(", "undefined_at_import + 1\n\n\ndef _check_hyper(", name="04_training")
+    before = tree_digest(course / "tinytorch")
+    assert_one_line_error(run_tito(course, "module", "export", "04"), "importing the exported tinytorch.core.optim",
+                          "NameError", "undefined_at_import")
+    assert tree_digest(course / "tinytorch") == before
+
+
+def test_an_import_that_hangs_is_stopped_and_named(course, monkeypatch):
+    from tito import exporting
+    from tito.workspace import TitoError, Workspace
+
+    edit_notebook(course, "def _check_hyper(", "import time\ntime.sleep(600)\n\n\ndef _check_hyper(",
+                  name="04_training")
+    monkeypatch.setattr(exporting, "IMPORT_TIMEOUT", 5)
+    before = tree_digest(course / "tinytorch")
+    ws = Workspace.find(course)
+    with pytest.raises(TitoError, match=r"04_training.ipynb: importing tinytorch.core.optim took over 15 s"):
+        exporting.export_modules(ws, [ws.module("04")])
+    assert tree_digest(course / "tinytorch") == before
+
+
 def test_export_needs_a_module_or_all(shared_course):
     assert_one_line_error(run_tito(shared_course, "module", "export"), "--all")
 

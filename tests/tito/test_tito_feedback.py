@@ -233,11 +233,13 @@ def test_a_kernel_that_dies_is_named_at_its_cell(course):
 
 
 def _interrupt_when(root, marker, *args):
-    "Start tito as a terminal would (its own process group), Ctrl-C it once `marker` exists, and wait."
+    """Start tito as a terminal would (its own process group, Ctrl-C's default action even when this test runs in
+    the background, where SIGINT is ignored), Ctrl-C it once `marker` exists, and wait."""
     env = {k: v for k, v in os.environ.items() if k not in ("TITO_ROOT", "PYTHONPATH")}
     env.update(COLUMNS="200", NO_COLOR="1")
     tito = subprocess.Popen([sys.executable, "-m", "tito", *args], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while not marker.exists():
