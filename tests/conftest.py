@@ -42,6 +42,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "seed" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.seeded)
+    # The tests that run real tools (minutes each) first, the quick ones after: with `-n 2` the quick ones then fill
+    # the gaps, where last they left one process running a long test alone while the other had nothing to do.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture
