@@ -109,17 +109,17 @@ def _nbdev_export(ws: Workspace, copy: Path, module: Module):
 
 # Imports each module named on the command line in turn, saying which one it is about to import (on stdout, after
 # a marker that the imported code is unlikely to print), so a failure or a hang is put on the right module.
-IMPORTING = "tito-importing:"
+_IMPORTING = "tito-importing:"
 _IMPORT_EACH = f"""import sys
 for name in sys.argv[1:]:
-    print({IMPORTING!r} + name, flush=True)
+    print({_IMPORTING!r} + name, flush=True)
     exec("import " + name)
 """
 
 
 def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
-    """Import every module exported from the notebook, one after another in one fresh Python inside the copy (a
-    Python per module cost half a second each: module 07 exports six)."""
+    """Import every module exported from the notebook, one after another in one fresh Python inside the copy (one
+    Python, not one per module: each start costs about half a second, and module 07 exports six files)."""
     lib = _in_copy(ws, copy, ws.lib_dir)
     names = []
     for path in exported_files(lib, _in_copy(ws, copy, module.notebook)):
@@ -140,7 +140,7 @@ def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
 def _importing(stdout, names: list[str]) -> str:
     "The module the import loop was importing when it stopped, read from its stdout (bytes after a timeout)."
     text = stdout.decode(errors="replace") if isinstance(stdout, bytes) else stdout or ""
-    said = [line[len(IMPORTING):] for line in text.splitlines() if line.startswith(IMPORTING)]
+    said = [line[len(_IMPORTING):] for line in text.splitlines() if line.startswith(_IMPORTING)]
     return said[-1] if said and said[-1] in names else names[0]
 
 
