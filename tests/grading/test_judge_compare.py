@@ -64,6 +64,12 @@ WRONG = [
      np.array([np.nan, np.nan]), {"expect": within(1.0)}),
     ("a NaN inside a tuple to a property check", (np.array([0.5]), 2.0), (np.array([0.5]), np.nan),
      {"expect": lambda got, want: "far" if got[1] > 10 else None}),
+    ("the string 'nan' to a property check that reads it as a float (NaN fails no comparison)", 2.0, "nan",
+     {"expect": lambda got, want: "far" if abs(float(got) - 2.0) > 0.1 else None}),
+    ("an integer beyond any float to a property check of an accuracy", (0.97, 0.96), (10 ** 400, 10 ** 400),
+     {"expect": lambda got, want: None if min(got) >= 0.95 else "low"}),
+    ("one number where the course's answer has two", (0.5, 0.4), (0.5,),
+     {"expect": lambda got, want: None if all(g < 1 for g in got) else "high"}),
 ]
 RIGHT = [
     ("the same classes", [Linear(), ReLU()], [Linear(), ReLU()], NO_OPTIONS),
@@ -71,6 +77,8 @@ RIGHT = [
     ("other numbers with the property", np.array([0.5, -0.2]), np.array([-0.9, 0.1]), {"expect": within(1.0)}),
     ("NaN where the course's answer has NaN too", np.array([np.nan]), np.array([np.nan]), {"expect": within(1.0)}),
     ("a numpy scalar as .data where the course holds a 0-d array", Holder(2.5), ScalarHolder(2.5), NO_OPTIONS),
+    ("float32 numbers and an integer where the course has Python floats", (0.97, 0.96), (np.float32(0.99), 1),
+     {"expect": lambda got, want: None if min(got) >= 0.95 else "low"}),
 ]
 
 

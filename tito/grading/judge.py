@@ -188,6 +188,8 @@ def compare(expected, received, options: dict) -> Optional[str]:
     if "expect" in options and _kind(received) not in ("$raised", "$missing"):
         if _has_non_finite(_plain(received)) and not _has_non_finite(_plain(expected)):  # NaN fails no comparison
             return f"received {show(received)}: NaN or infinity, where the course's answer has none"
+        if not _numbers_where_numbers(_plain(expected), _plain(received)):  # "nan" or 10**400 passes a comparison
+            return f"received {show(received)}: not numbers where the course's answer has numbers"
         try:
             said = options["expect"](_plain(received), _plain(expected))
         except Exception as e:  # noqa: BLE001 - a received value the check cannot read is a wrong answer
@@ -211,6 +213,25 @@ def _plain(value):
         return decode_data(value)
     except (TypeError, ValueError, LookupError):
         return value
+
+
+def _numbers_where_numbers(expected, received) -> bool:
+    """Whether plain data `received` has numbers of a numeric dtype wherever `expected` (the course's answer) has
+    them, in lists and tuples of the same lengths."""
+    if isinstance(expected, (list, tuple)):
+        return isinstance(received, (list, tuple)) and len(received) == len(expected) and \
+            all(_numbers_where_numbers(e, r) for e, r in zip(expected, received))
+    return not _numeric(expected) or _numeric(received)
+
+
+def _numeric(value) -> bool:
+    "Whether plain data is a number or an array of numbers (bool, integer, float)."
+    if isinstance(value, (str, bytes, dict)):
+        return False
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except (TypeError, ValueError):
+        return False
 
 
 def _has_non_finite(value) -> bool:
