@@ -42,8 +42,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "seed" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.seeded)
-    # The tests that run real tools (minutes each) first, the quick ones after: with `-n 2` the quick ones then fill
-    # the gaps, where last they left one process running a long test alone while the other had nothing to do.
+    # The tests that run real tools (minutes each) first, the quick ones after, which then fill the gaps; with
+    # `--dist worksteal` a process that runs out takes tests from the other's queue (with `load` it sat idle).
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
