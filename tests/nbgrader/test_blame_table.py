@@ -9,9 +9,10 @@ named first must be the bug's, and the first failing test, if any, must be under
 
 Cost: each entry is an export, an answer process and a pytest process. The workspace is made once for all test
 processes (a file lock), with the judged checks of every module run once (so numba's cache of module 07's loops is
-there, as in a student's workspace after `tito module complete`), and its suites leave out what costs seconds per process without naming an exercise
-differently: the PyTorch comparisons (importing torch takes seconds; the same exercises' own tests stay) and the tests
-that run real tools (a notebook in a kernel, the capstone's script). They still run in the module suites.
+there, as in a student's workspace after `tito module complete`), and its suites leave out what costs seconds per
+process without naming an exercise differently: the PyTorch comparisons (importing torch takes seconds; the same
+exercises' own tests stay) and the tests that run real tools (a notebook in a kernel, the capstone's script). They
+still run in the module suites.
 """
 import os
 import shutil

@@ -186,12 +186,13 @@ def _error_name(value: dict) -> str:
 def compare(expected, received, options: dict) -> Optional[str]:
     "None when `received` answers the check as `expected` does; else what was wrong, in words, with values."
     if "expect" in options and _kind(received) not in ("$raised", "$missing"):
-        if _has_non_finite(_plain(received)) and not _has_non_finite(_plain(expected)):  # NaN fails no comparison
+        got, want = _plain(received), _plain(expected)
+        if _has_non_finite(got) and not _has_non_finite(want):  # NaN fails no comparison
             return f"received {show(received)}: NaN or infinity, where the course's answer has none"
-        if not _numbers_where_numbers(_plain(expected), _plain(received)):  # "nan" or 10**400 passes a comparison
+        if not _numbers_where_numbers(want, got):  # "nan" or 10**400 passes a comparison
             return f"received {show(received)}: not numbers where the course's answer has numbers"
         try:
-            said = options["expect"](_plain(received), _plain(expected))
+            said = options["expect"](got, want)
         except Exception as e:  # noqa: BLE001 - a received value the check cannot read is a wrong answer
             return f"received {show(received)} ({type(e).__name__} when checking it)"
         return None if said in (None, True) else str(said or f"received {show(received)}")
