@@ -4,7 +4,7 @@ A machine's speed drifts between processes, so one run per version, or a few run
 few of the other, cannot tell a 5% change from noise. Here each run measures one version's step as a ratio to
 PyTorch's over the same minutes (the two in processes of their own, taking turns in blocks of steps), and the
 versions take turns run by run; the medians of the ratios are compared.
-Each version runs its best path (`bench_gpt.ab_step`): the fast path (`tinytorch.perf`, module 07) when it has one,
+Each version runs its best path (`bench_gpt.ab_step`): the fast path (`tinytorch.perf`, modules 07 and 08) when it has one,
 else its plain ops. The report says which path each version ran.
 
     python benchmarks/ab.py HEAD~1 HEAD                  # two commits, six runs each

@@ -1,4 +1,4 @@
-"""Attention speed and memory: tinytorch's plain path, its fast path (module 07) and PyTorch, side by side, each in
+"""Attention speed and memory: tinytorch's plain path, its fast path (modules 07 and 08) and PyTorch, side by side, each in
 its own process (turns.py).
 
 1. Forward + backward of `scaled_dot_product_attention` against `torch.nn.functional.scaled_dot_product_attention`
@@ -13,7 +13,7 @@ its own process (turns.py).
     python benchmarks/bench_attention.py            # both tables
     python benchmarks/bench_attention.py --quick    # fewer sizes and repeats, memory at n = 2048
 
-`run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf (module 07) the fast path is
+`run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf's switch (module 08) the fast path is
 reported as not exported; without PyTorch, tinytorch is measured alone.
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ def timing(path: str, sizes, repeats: int, rounds: int, min_seconds: float):
 
 def speed(sizes, repeats: int, torch=None, rounds: int = 5, paths=None, min_seconds: float = 0.5) -> list[dict]:
     """A row per size: each path's median milliseconds and its ratio to PyTorch's. `paths`: the tinytorch paths
-    (default: plain, and fast when module 07 is exported); PyTorch is measured when `torch` is given.
+    (default: plain, and fast when module 08 is exported); PyTorch is measured when `torch` is given.
 
     Each path runs in its own process, and at each size the processes take turns in `rounds` blocks of calls, so
     that a change in the machine's speed affects all alike. Not call by call: PyTorch's OpenMP threads spin for a

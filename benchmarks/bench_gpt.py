@@ -1,4 +1,4 @@
-"""GPT training speed and memory: tinytorch's plain path, its fast path (module 07) and PyTorch eager, side by side,
+"""GPT training speed and memory: tinytorch's plain path, its fast path (modules 07 and 08) and PyTorch eager, side by side,
 each in its own process, the processes taking turns in blocks (turns.py).
 
 1. One training step (forward, loss, backward, gradient clipping, AdamW update) at nanoGPT's CPU configuration for
@@ -19,7 +19,7 @@ each in its own process, the processes taking turns in blocks (turns.py).
     python benchmarks/bench_gpt.py --ops             # plus ms per step by part of the model, fast path and PyTorch
     python benchmarks/bench_gpt.py --e2e --text input.txt      # any UTF-8 text, e.g. tiny Shakespeare
 
-`run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf (module 07) the fast path is
+`run(quick=False)` returns the results as a list of dicts. Without tinytorch.perf's switch (module 08) the fast path is
 reported as not exported; without PyTorch, tinytorch is measured alone.
 """
 from __future__ import annotations
@@ -143,7 +143,7 @@ def new_model(path: str, cfg=CONFIG, seed=0, **adamw):
 
 
 def measured_paths() -> list[str]:
-    "tinytorch's paths (plain; fast when module 07 is exported), then PyTorch when it is installed."
+    "tinytorch's paths (plain; fast when module 08 is exported), then PyTorch when it is installed."
     return tinytorch_paths() + ([TORCH] if torch_like_numpy() is not None else [])
 
 

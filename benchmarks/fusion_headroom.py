@@ -26,7 +26,7 @@ from tinytorch.core.tensor import Tensor
 def headroom(cfg=CONFIG, blocks: int = 7, calls: int = 50) -> dict:
     """{part: seconds per call} and {"per step": seconds}: the upper bound of what the two fused ops would save in one
     training step of the GPT of `cfg` (its MLP is 4 × embed_dim wide)."""
-    from tinytorch import perf  # module 07: a workspace before it has no fast path to measure
+    from tinytorch import perf  # modules 07 and 08: a workspace before them has no fast path to measure
     from tinytorch.perf.numpy_kernels import _column_sum
 
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Every benchmark in one run: tinytorch's plain path, its fast path (module 07) and PyTorch side by side, each in its
+"""Every benchmark in one run: tinytorch's plain path, its fast path (modules 07 and 08) and PyTorch side by side, each in its
 own process, the processes taking turns in blocks (turns.py); reported as ratios and written to a results file.
 
     python benchmarks/run.py                                   # GPT step, attention speed, attention memory
@@ -7,11 +7,11 @@ own process, the processes taking turns in blocks (turns.py); reported as ratios
     python benchmarks/run.py --allocators reuse                # one allocator setting only (kernel_paths.ALLOCATORS)
 
 Every benchmark runs once per allocator setting: glibc's malloc as processes start, and freed memory reused in every
-path's process alike (module 07's `reuse_freed_memory()`; measured only where module 07 is exported, on Linux).
+path's process alike (module 07's `reuse_freed_memory()`; measured only where module 08 is exported, on Linux).
 
 Results go to `benchmarks/results/latest.json` (or `--out`), with the machine, library versions and thread counts;
 every figure is keyed by its path (`plain_ms`, `fast_ms`, `torch_ms`, `fast_ratio`, `plain_peak_mib`, ...). Without tinytorch.perf the
-fast columns say "module 07 not exported"; without PyTorch, tinytorch is measured alone and the report says so.
+fast columns say "module 08 not exported"; without PyTorch, tinytorch is measured alone and the report says so.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def processor() -> str:
 
 def compile_seconds() -> dict | None:
     """Seconds `tinytorch.perf.warm_up()` takes in a fresh process: with an empty numba cache (compiling every loop
-    for float32 and float64), then again with the cache that run left on disk. None without numba or module 07."""
+    for float32 and float64), then again with the cache that run left on disk. None without numba or module 08."""
     if fast_missing():
         return None
     probe = "import json, tinytorch.perf as p; print(json.dumps(p.warm_up() if p.numba else None))"
@@ -91,7 +91,7 @@ def compile_seconds() -> dict | None:
 
 
 def _fast_threads():
-    "How many threads module 07's kernels use, when its tinytorch.perf says so."
+    "How many threads the fast kernels use, when its tinytorch.perf says so."
     import tinytorch.perf as perf
     return perf.num_threads() if hasattr(perf, "num_threads") else None
 
@@ -115,7 +115,7 @@ def main(argv=None):
     print(f"machine: {info['platform']}, {info['cores']} cores; python {info['python']}, numpy {info['numpy']} "
           f"({info['numpy_blas_threads']} BLAS threads), torch {info['torch'] or 'not installed'}"
           + (f" ({info['torch_threads']} threads)" if info["torch"] else ""))
-    fast = info["fast_missing"] or "module 07, tinytorch.perf.enable()" + (
+    fast = info["fast_missing"] or "modules 07 and 08, tinytorch.perf.enable()" + (
         f", {info['fast_threads']} threads" if info["fast_threads"] else "")
     print(f"paths: plain (modules 01-06); fast ({fast}); "
           + ("pytorch" if info["torch"] else "pytorch not installed (pip install -e '.[oracle]'): tinytorch alone"))
@@ -127,7 +127,7 @@ def main(argv=None):
     for setting in settings:
         print(f"\nallocator: {ALLOCATORS[setting]}")
         if setting == "reuse" and not can_reuse_freed_memory():
-            print("  not measured: it needs module 07 exported and glibc (Linux)")
+            print("  not measured: it needs module 08 exported and glibc (Linux)")
             continue
         with allocator(setting):
             gpt = bench_gpt.run(quick=args.quick, e2e=args.e2e, text=args.text, smoke=args.smoke)

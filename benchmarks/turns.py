@@ -9,7 +9,7 @@ one worker works at any time, and a change in the machine's speed falls on all o
 A worker is built in the worker process by `factory(path)`, where `factory` is a top-level function (or a
 `functools.partial` of one, for more arguments). It returns a generator, which runs one block per `next()` and
 returns its result at the end, or a function, which runs one block per call. Before the factory is called, the
-worker sets its path up for its whole life: module 07's kernels on for "fast" (`kernel_paths.running`), PyTorch at
+worker sets its path up for its whole life: the fast kernels on for "fast" (`kernel_paths.running`), PyTorch at
 numpy's thread count for "torch"; "plain" touches nothing.
 
     done = take_turns({path: functools.partial(steps, n=100) for path in paths})

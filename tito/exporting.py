@@ -119,7 +119,7 @@ for name in sys.argv[1:]:
 
 def _check_imports(ws: Workspace, copy: Path, module: Module, nb: Node):
     """Import every module exported from the notebook, one after another in one fresh Python inside the copy (one
-    Python, not one per module: each start costs about half a second, and module 07 exports six files)."""
+    Python, not one per module: each start costs about half a second, and module 07 exports five files)."""
     lib = _in_copy(ws, copy, ws.lib_dir)
     names = []
     for path in exported_files(lib, _in_copy(ws, copy, module.notebook)):

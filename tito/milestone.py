@@ -9,7 +9,7 @@ Ctrl-C (or `--stop-at N`) finishes the current step, writes a checkpoint and the
 written only when the run reaches its last step. `--resume` continues with the same step count, optimizer state and
 random-number state, so an interrupted run ends exactly where an uninterrupted one would.
 
-The run uses the fast path (module 07's kernels, `tinytorch.perf.enable()`) when module 07 is complete, else the
+The run uses the fast path (the kernels of modules 07 and 08, `tinytorch.perf.enable()`) when module 08 is complete, else the
 plain textbook ops of modules 01-06; `--fast` / `--plain` decide instead, and the first line printed says which.
 Each step is the library's own `tinytorch.core.train.train_step` (module 04), the one the benchmarks time.
 The library is imported inside the command, so `tito` itself starts even before module 06 is complete.
@@ -35,7 +35,10 @@ from tito.workspace import TitoError, Workspace
 
 MILESTONES = ("gpt",)
 CHECKPOINT, LOSS_PLOT, SAMPLE = "ckpt.npz", "loss.png", "sample.txt"
-PERF, PERF_MODULE = "tinytorch.perf", "07"  # the fast kernels, and the module that exports them
+PERF, PERF_MODULE = "tinytorch.perf", "08"  # the fast kernels' switch, and the module that exports it
+# Module 08 exports the switch (tinytorch/perf/__init__.py) and this file beside it; before module 08, tinytorch.perf
+# holds module 07's parts only, under an empty __init__.py.
+SWITCH_BESIDE = "compiled_kernels.py"
 
 
 @dataclass
@@ -77,7 +80,7 @@ def _library():
 # --- the fast path or the plain one ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class KernelPath:
-    "Which ops a run uses (module 07's fast kernels, or the plain ops of modules 01-06) and why."
+    "Which ops a run uses (the fast kernels of modules 07 and 08, or the plain ops of modules 01-06) and why."
     fast: bool
     reason: str
 
@@ -86,33 +89,37 @@ class KernelPath:
 
 
 def perf_spec():
-    "Where tinytorch.perf would be imported from, or None when it is not exported (or tinytorch is missing)."
+    """Where tinytorch.perf would be imported from once module 08 has exported its switch there; None before (or when
+    tinytorch is missing). Found without importing it: a student's code runs only when the path is taken."""
     try:
-        return find_spec(PERF)
+        spec = find_spec(PERF)
     except ModuleNotFoundError:
         return None
+    if spec is None or spec.origin is None or not (Path(spec.origin).parent / SWITCH_BESIDE).is_file():
+        return None
+    return spec
 
 
 def choose_path(force: Optional[bool] = None) -> KernelPath:
-    """The fast path when module 07 is complete: `tinytorch.perf` is exported and, if the package is a student
-    workspace's, `tito module complete 07` passed there. `force` (--fast True, --plain False) decides instead."""
+    """The fast path when module 08 is complete: its switch is exported into `tinytorch.perf` and, if the package is
+    a student workspace's, `tito module complete 08` passed there. `force` (--fast True, --plain False) decides instead."""
     plain = "the plain ops of modules 01-06"
     if force is False:
         return KernelPath(False, f"{plain} (--plain)")
     spec = perf_spec()
     if spec is None:
         if force:
-            raise TitoError(f"--fast needs module {PERF_MODULE}: {PERF} is not exported "
+            raise TitoError(f"--fast needs module {PERF_MODULE}: {PERF}'s switch is not exported "
                             f"(tito module complete {PERF_MODULE})")
-        return KernelPath(False, f"{plain}; module {PERF_MODULE} is not exported (no {PERF})")
+        return KernelPath(False, f"{plain}; module {PERF_MODULE} is not exported (no {PERF}.enable)")
     ws = Workspace.containing(spec.origin)
     if (ws is not None and Path(spec.origin).resolve().is_relative_to(ws.lib_dir.resolve())
             and ws.is_student and not progress.is_complete(ws, PERF_MODULE)):
         if force:
-            return KernelPath(True, f"module {PERF_MODULE}'s kernels (--fast; module {PERF_MODULE} is not complete)")
+            return KernelPath(True, f"the fast kernels (--fast; module {PERF_MODULE} is not complete)")
         return KernelPath(False, f"{plain}; module {PERF_MODULE} is not complete yet "
                                  f"(tito module complete {PERF_MODULE}, or --fast)")
-    return KernelPath(True, f"module {PERF_MODULE}'s kernels, {PERF}.enable()"
+    return KernelPath(True, f"the fast kernels of modules 07 and {PERF_MODULE}, {PERF}.enable()"
                             + (" (--fast)" if force else "; --plain runs the plain ops"))
 
 
@@ -128,7 +135,7 @@ def _perf():
 
 @contextmanager
 def kernel_path(fast: bool):
-    "Module 07's fast kernels on (`fast`) or off inside the `with` block, as they were after it."
+    "The fast kernels on (`fast`) or off inside the `with` block, as they were after it."
     perf = _perf() if fast else sys.modules.get(PERF)  # never imported: the kernels cannot be on
     if perf is None or perf.is_enabled() == fast:
         if fast:

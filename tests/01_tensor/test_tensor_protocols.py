@@ -1,4 +1,4 @@
-"""bool() of a tensor follows numpy, and the kernel table that module 07 fills starts empty and dispatches by name."""
+"""bool() of a tensor follows numpy, and the kernel table that module 08's switch fills starts empty and dispatches by name."""
 import numpy as np
 import pytest
 
@@ -26,7 +26,7 @@ def test_bool_of_several_or_no_elements_is_a_clear_error(shape):
 
 
 @pytest.mark.exercise("as-array")
-def test_kernel_table_is_empty_until_module_07_fills_it():
+def test_kernel_table_is_empty_until_module_08_fills_it():
     assert KERNELS == {}
 
 

@@ -1,6 +1,5 @@
 """The capstone command, `tito milestone run gpt`, run as a subprocess on a tiny text in a temporary folder:
 its outputs, the path it says it runs on, stopping and resuming exactly, Ctrl-C handling and clear errors."""
-import importlib.util
 import os
 import signal
 import subprocess
@@ -11,10 +10,11 @@ import numpy as np
 import pytest
 
 from tinytorch.core.transformer import load_checkpoint
+from tito import milestone
 
 
 pytestmark = [pytest.mark.slow, pytest.mark.exercise("generate")]
-HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
+HAS_PERF = milestone.perf_spec() is not None  # module 08 has exported the switch
 TITO = [sys.executable, "-m", "tito", "milestone", "run"]
 
 TINY = ["--steps", "8", "--batch-size", "4", "--block-size", "16", "--embed-dim", "16", "--num-layers", "1",
@@ -108,14 +108,14 @@ def test_clear_errors(tmp_path, text_file):
 @pytest.mark.skipif(HAS_PERF, reason="tinytorch.perf is exported here: --fast has what it needs")
 def test_fast_without_module_07_is_a_clear_error(tmp_path, text_file):
     bad = milestone("--text", text_file, "--out", tmp_path / "x", *TINY, "--fast", cwd=tmp_path, check=False)
-    assert bad.returncode == 1 and "--fast needs module 07" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 1 and "--fast needs module 08" in bad.stderr and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x" / "ckpt.npz").exists()
 
 
-@pytest.mark.skipif(not HAS_PERF, reason="tinytorch.perf (module 07) is not exported")
+@pytest.mark.skipif(not HAS_PERF, reason="tinytorch.perf's switch (module 08) is not exported")
 def test_fast_runs_on_module_07s_kernels(tmp_path, text_file):
     proc = milestone("--text", text_file, "--out", tmp_path / "fast", *TINY, "--fast", cwd=tmp_path)
-    assert proc.stdout.startswith("fast path: module 07's kernels")
+    assert proc.stdout.startswith("fast path: the fast kernels of modules 07 and 08")
     assert load_checkpoint(tmp_path / "fast" / "ckpt.npz")["step"] == 8
 
 

@@ -1,15 +1,29 @@
-"""Helpers for the module 07 suite: a fast kernel against the plain op it replaces."""
+"""Helpers for the suites of modules 07 and 08: a fast kernel against the plain op it replaces, and the fixtures that
+run the kernels on one thread or two (module 08's conftest imports them from here)."""
 import numpy as np
+import pytest
 
-import tinytorch.perf as perf
-
-from tinytorch.core.autograd import gradcheck
+from tinytorch.core.attention import create_causal_mask, create_padding_mask, scaled_dot_product_attention
+from tinytorch.core.layers import gelu, layer_norm, linear
+from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
 from tinytorch.core.tensor import Tensor
+from tinytorch.perf import numpy_kernels, threads as perf_threads
 
-# What the fast path records for GELU and LayerNorm: the compiled loops where numba is installed, else the numpy kernels.
-GELU_OP, LAYER_NORM_OP = ("fast_compiled_gelu", "fast_compiled_layer_norm") if perf.numba is not None \
-    else ("fast_gelu", "fast_layer_norm")
-ATTENTION_OP = "fast_compiled_attention" if perf.numba is not None else "fast_attention"
+DTYPES = [np.float64, np.float32]
+ROW_BLOCKED = np.array([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 1, 0, 1]], dtype=bool)   # (3, 5), row 1 blocked
+MASKS = {
+    "none": None,
+    "causal n<m": create_causal_mask(3, 5),
+    "causal with offset (KV cache)": create_causal_mask(3, 5, offset=2),
+    "padding (B,1,1,m)": create_padding_mask([5, 2], 5),
+    "a fully blocked row": ROW_BLOCKED,
+    "per head (B,H,n,m)": np.random.default_rng(3).random((2, 2, 3, 5)) < 0.5,
+    "0/1 numbers": create_causal_mask(3, 5).astype(np.int64),
+    "additive 0 / -inf": np.where(create_causal_mask(3, 5), 0.0, -np.inf),
+    "additive 0 / -1e9": np.where(create_causal_mask(3, 5), 0.0, -1e9),
+    "additive shifts": np.array([[0.0, -1.0, -2.0, -0.5, 0.0]] * 3),
+    "a Tensor": Tensor(ROW_BLOCKED),
+}
 
 TOLERANCE = {np.dtype(np.float32): dict(rtol=2e-4, atol=2e-5), np.dtype(np.float64): dict(rtol=1e-9, atol=1e-11)}
 
@@ -54,3 +68,72 @@ def assert_same_as_plain(fast, plain, inputs, seed=0, **kwargs):
         if dtype == np.float64:
             assert gradcheck(lambda *a: _outputs(fast(*a, **kwargs))[which], inputs), \
                 f"gradcheck of output {which} of {getattr(fast, '__name__', fast)} failed"
+
+
+# --- what the kernels leave to the plain ops ---------------------------------------------------------------------
+def floats(*shapes, dtype=np.float64):
+    return [Tensor(np.random.default_rng(len(s)).normal(size=s).astype(dtype), requires_grad=True) for s in shapes]
+
+
+HANDED_OVER = {  # inputs a kernel does not take: (op, arguments)
+    "mixed dtypes": ("linear", lambda: [*floats((2, 4), dtype=np.float32), *floats((4, 3))]),
+    "wrong width": ("linear", lambda: floats((2, 5), (4, 3))),
+    "1-D weight": ("linear", lambda: floats((2, 4), (4,))),
+    "integers": ("gelu", lambda: [Tensor(np.arange(-3, 4))]),
+    "wrong normalized shape": ("layer_norm", lambda: floats((2, 3), (4,), (4,))),
+    "mask of other values": ("scaled_dot_product_attention",
+                             lambda: [*floats((3, 2), (4, 2), (4, 2)), np.full((3, 4), 0.5)]),
+    "no keys": ("scaled_dot_product_attention", lambda: floats((3, 2), (0, 2), (0, 2))),
+    "V widens the batch": ("scaled_dot_product_attention", lambda: floats((1, 3, 2), (1, 4, 2), (2, 4, 2))),
+    "d_k differs": ("scaled_dot_product_attention", lambda: floats((3, 2), (4, 3), (4, 2))),
+    "mask of the wrong shape": ("scaled_dot_product_attention",
+                                lambda: [*floats((3, 2), (4, 2), (4, 2)), np.ones((3, 5), bool)]),
+}
+PLAIN = {"linear": linear.plain, "gelu": gelu.plain, "layer_norm": layer_norm.plain,
+         "scaled_dot_product_attention": scaled_dot_product_attention.plain}
+
+
+def outcome(fn, args):
+    "(values of the outputs, None) or (None, the error's type and message)."
+    try:
+        result = fn(*args)
+    except Exception as e:
+        return None, (type(e), str(e))
+    return [o.data for o in (result if isinstance(result, tuple) else (result,))], None
+
+
+def assert_a_broken_rule_is_caught(monkeypatch, op, fn, inputs):
+    "fn passes gradcheck; with the gradient rule of `op` scaled by 1.1, gradcheck fails and names `op`."
+    assert gradcheck(fn, inputs), f"gradcheck of {op} failed before its rule was broken"
+    good = GRADIENTS[op]
+    monkeypatch.setitem(GRADIENTS, op, lambda grad, out, *ins, **attrs: tuple(
+        None if g is None else 1.1 * g for g in good(grad, out, *ins, **attrs)))
+    with pytest.raises(GradcheckError, match=op):
+        gradcheck(fn, inputs)
+
+
+@pytest.fixture
+def pools(monkeypatch):
+    "Every thread count parallel_map hands work to helper threads with (a list that grows as the test runs)."
+    started, pool = [], perf_threads._pool
+    monkeypatch.setattr(perf_threads, "_pool", lambda helpers: started.append(helpers + 1) or pool(helpers))
+    return started
+
+
+@pytest.fixture(params=[1, 2], ids=["one thread", "two threads"])
+def threads(request, monkeypatch, pools):
+    """The kernels on one thread, or on two even for tiny inputs: BLAS's thread count is not consulted, and the size
+    thresholds are lowered, so every threaded path is taken. `pools` shows whether it was. (The count is read where
+    parallel_map runs the pieces, and where attention cuts its blocks.)"""
+    for module in (perf_threads, numpy_kernels):
+        monkeypatch.setattr(module, "num_threads", lambda: request.param)
+    monkeypatch.setattr(numpy_kernels, "_THREAD_NUMBERS", 1)
+    monkeypatch.setattr(numpy_kernels, "_THREAD_BYTES", 1)
+    return request.param
+
+
+@pytest.fixture(params=[2 ** 22, 100], ids=["one block", "row blocks"])
+def cache_bytes(request, monkeypatch):
+    "Attention's scores in one block, or cut into blocks of rows."
+    monkeypatch.setattr(numpy_kernels, "_CACHE_BYTES", request.param)
+    return request.param

@@ -3,13 +3,14 @@ op_profile() charges each tinytorch op, gradient rule and fast kernel for its ow
 import numpy as np
 import pytest
 
-import tinytorch.perf as perf
+from tinytorch.perf import measure as perf
 from tinytorch.core.layers import manual_seed
 from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optim import AdamW
+from tinytorch.core.tensor import KERNELS
 from tinytorch.core.transformer import GPT
+from tinytorch.perf.numpy_kernels import NUMPY_KERNELS
 
-from perf_helpers import ATTENTION_OP, LAYER_NORM_OP
 
 pytestmark = pytest.mark.exercise("compare")
 
@@ -58,7 +59,7 @@ def test_the_default_clock_measures_real_time():
     assert 0 <= t["nothing"].low <= t["nothing"].median <= t["nothing"].high and t["nothing"].ratio == 1.0
 
 
-def test_op_profile_names_the_ops_of_a_step_plain_and_fast(rng):
+def test_op_profile_names_the_ops_of_a_step_plain_and_with_the_numpy_kernels(rng):
     manual_seed(0)
     model = GPT(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, max_seq_len=8, seed=0)
     optimizer = AdamW(model.parameters(), lr=1e-3)
@@ -74,10 +75,8 @@ def test_op_profile_names_the_ops_of_a_step_plain_and_fast(rng):
             "scaled_dot_product_attention", "attention backward", "cross_entropy", "other"} <= set(plain)
     assert any(name.endswith(".step") for name in plain)
     assert all(seconds >= 0 for seconds in plain.values()) and list(plain.values()) == sorted(plain.values(), reverse=True)
-    with perf.enabled():
-        fast = perf.op_profile(step, steps=2)
-    gelu_kernel = perf.FAST_KERNELS["gelu"].__name__                     # fast_gelu, or compiled_gelu with numba
-    attention_kernel = perf.FAST_KERNELS["scaled_dot_product_attention"].__name__  # fast_attention
-    assert {"fast_linear", "fast_linear backward", gelu_kernel, attention_kernel, f"{ATTENTION_OP} backward",
-            f"{LAYER_NORM_OP} backward"} <= set(fast)
+    KERNELS.update(NUMPY_KERNELS)
+    fast = perf.op_profile(step, steps=2)
+    assert {"fast_linear", "fast_linear backward", "fast_gelu", "fast_gelu backward", "fast_attention",
+            "fast_attention backward", "fast_layer_norm", "fast_layer_norm backward"} <= set(fast)
     assert "linear" not in fast and "gelu backward" not in fast           # the plain ops did not run

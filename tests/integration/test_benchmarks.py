@@ -1,5 +1,5 @@
 """The benchmark scripts still run, on tiny sizes, and report what they say they report: tinytorch's plain path, its
-fast path (module 07) or why it is missing, and PyTorch (never timings as pass/fail)."""
+fast path (modules 07 and 08) or why it is missing, and PyTorch (never timings as pass/fail)."""
 import importlib.util
 import json
 import multiprocessing
@@ -25,7 +25,7 @@ from threads import threads, torch_like_numpy  # noqa: E402
 from tinytorch.core.train import train_step  # noqa: E402
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-HAS_PERF = importlib.util.find_spec("tinytorch.perf") is not None
+HAS_PERF = kernel_paths.perf_spec() is not None  # module 08 has exported the switch
 TINY = bench_gpt.SMOKE
 SMALL = dict(TINY, embed_dim=64, block_size=64, batch_size=8)   # its training needs memory beyond a tiny model's
 TINYTORCH = ["plain", "fast"] if HAS_PERF else ["plain"]
@@ -49,15 +49,15 @@ def test_gpt_step_benchmark_reports_every_path_and_its_ratio():
                 assert r[f"{path}_memory_ratio"] == pytest.approx(r[f"{path}_peak_mib"] / r["torch_peak_mib"])
         else:
             assert f"{path}_ratio" not in r and "torch_ms" not in r and f"{path}_memory_ratio" not in r
-    assert ("fast_ms" in r) == HAS_PERF and (r.get("fast_missing") == "module 07 not exported") != HAS_PERF
+    assert ("fast_ms" in r) == HAS_PERF and (r.get("fast_missing") == "module 08 not exported") != HAS_PERF
     report = bench_gpt.report([r])
     rows = {line.split()[0]: line for line in report.splitlines()[3:]}
     assert set(rows) >= {"plain", "fast", "pytorch"}, report
-    assert ("module 07 not exported" in rows["fast"]) != HAS_PERF
+    assert ("module 08 not exported" in rows["fast"]) != HAS_PERF
     assert ("not installed" in rows["pytorch"]) != HAS_TORCH
 
 
-def test_without_module_07_the_fast_columns_say_so(monkeypatch):
+def test_without_module_08_the_fast_columns_say_so(monkeypatch):
     monkeypatch.setattr(kernel_paths, "perf_spec", lambda: None)
     kernel_paths.fast_missing.cache_clear()
     try:
@@ -66,11 +66,11 @@ def test_without_module_07_the_fast_columns_say_so(monkeypatch):
         memory = bench_attention.memory(32, 8, 16)
     finally:
         kernel_paths.fast_missing.cache_clear()
-    assert r["paths"][0] == "plain" and "fast" not in r["paths"] and r["fast_missing"] == "module 07 not exported"
+    assert r["paths"][0] == "plain" and "fast" not in r["paths"] and r["fast_missing"] == "module 08 not exported"
     assert "fast_ms" not in rows[0] and "fast_mib" not in memory
     fast_rows = [line for line in (bench_gpt.report([r]) + "\n" + bench_attention.report(rows + [memory])).splitlines()
                  if "fast" in line.split()[:2] or "fast/pytorch" in line or "fast path" in line]
-    assert len(fast_rows) == 3 + ("torch_ms" in rows[0]) and all("module 07 not exported" in x for x in fast_rows)
+    assert len(fast_rows) == 3 + ("torch_ms" in rows[0]) and all("module 08 not exported" in x for x in fast_rows)
 
 
 def what_runs(path):
@@ -91,7 +91,7 @@ def test_each_path_runs_in_its_own_process_with_its_own_kernels_taking_turns():
     assert all(one["end"] <= two["start"] for one, two in zip(blocks, blocks[1:]))   # one worker at a time
     pids = {path: {b["pid"] for b in done[path].blocks} for path in PATHS}
     assert all(len(p) == 1 for p in pids.values()) and len(set.union(*pids.values()) | {os.getpid()}) == len(PATHS) + 1
-    for b in blocks:   # module 07's kernels in the fast worker only; PyTorch in its own worker only, at numpy's threads
+    for b in blocks:   # the fast kernels in the fast worker only; PyTorch in its own worker only, at numpy's threads
         assert b["fast"] == (b["path"] == "fast")
         assert b["torch_threads"] == (threads() if b["path"] == "torch" else None)
     assert multiprocessing.active_children() == []
@@ -101,7 +101,7 @@ def reports_allocator(path):
     return lambda: os.environ.get(kernel_paths.REUSE)
 
 
-@pytest.mark.skipif(not kernel_paths.can_reuse_freed_memory(), reason="needs module 07 exported and glibc")
+@pytest.mark.skipif(not kernel_paths.can_reuse_freed_memory(), reason="needs module 08 exported and glibc")
 def test_workers_started_under_the_reuse_setting_have_it_and_later_ones_do_not():
     with kernel_paths.allocator("reuse"):
         done = turns.take_turns(dict.fromkeys(PATHS, reports_allocator), blocks=1)
@@ -110,7 +110,7 @@ def test_workers_started_under_the_reuse_setting_have_it_and_later_ones_do_not()
     assert all(done[path].blocks == [None] for path in PATHS) and kernel_paths.REUSE not in os.environ
 
 
-@pytest.mark.skipif(not HAS_PERF, reason="module 07 not exported")
+@pytest.mark.skipif(not HAS_PERF, reason="module 08 not exported")
 def test_the_reuse_setting_calls_module_07s_reuse_freed_memory_in_every_paths_process(monkeypatch):
     import tinytorch.perf as perf
     calls = []
@@ -188,7 +188,7 @@ def test_attention_speed_benchmark_takes_turns_and_reports_ratios():
     report = bench_attention.report(rows)
     rows_by_label = {line.split()[0]: line for line in report.splitlines()[2:]}
     assert {"plain", "fast", "pytorch"} <= set(rows_by_label), report
-    assert ("module 07 not exported" in rows_by_label["fast"]) != HAS_PERF
+    assert ("module 08 not exported" in rows_by_label["fast"]) != HAS_PERF
 
 
 def test_attention_timing_yields_once_per_block_at_every_size():
@@ -205,7 +205,7 @@ def test_attention_timing_yields_once_per_block_at_every_size():
 def test_attention_memory_reports_each_path_and_the_memory_efficient_one():
     row = bench_attention.memory(64, 8, 16)
     assert row["paths"] == TINYTORCH and row["plain_mib"] > row["memory_efficient_mib"] > 0
-    assert ("fast_mib" in row) == HAS_PERF and (row.get("fast_missing") == "module 07 not exported") != HAS_PERF
+    assert ("fast_mib" in row) == HAS_PERF and (row.get("fast_missing") == "module 08 not exported") != HAS_PERF
     assert "attention, fast path" in bench_attention.report([row])
 
 
@@ -215,13 +215,13 @@ def test_run_writes_every_path_to_the_results_file(tmp_path, capsys):
     printed = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["smoke"] is True and data["machine"]["paths"] == TINYTORCH + (["torch"] if HAS_TORCH else [])
-    assert (data["machine"]["fast_missing"] == "module 07 not exported") != HAS_PERF
+    assert (data["machine"]["fast_missing"] == "module 08 not exported") != HAS_PERF
     kinds = [r["benchmark"] for r in data["results"]]
     settings = ["glibc", "reuse"] if kernel_paths.can_reuse_freed_memory() else ["glibc"]
     assert kinds[0] == "gpt_train_step" and "peak memory" in kinds[-1]
     assert kinds.count("attention forward+backward") == 2 * len(settings)
     assert [r["allocator"] for r in data["results"] if r["benchmark"] == "gpt_train_step"] == settings
-    assert ("not measured: it needs module 07" in printed) != kernel_paths.can_reuse_freed_memory()
+    assert ("not measured: it needs module 08" in printed) != kernel_paths.can_reuse_freed_memory()
     for r in data["results"]:
         assert r["paths"][:len(TINYTORCH)] == TINYTORCH   # every figure says which path it is
     step = data["results"][0]
@@ -229,7 +229,7 @@ def test_run_writes_every_path_to_the_results_file(tmp_path, capsys):
         assert isinstance(step[f"{path}_peak_mib"], float) and step[f"{path}_peak_mib"] >= 0
         assert (f"{path}_memory_ratio" in step) == (HAS_TORCH and path != "torch")
     assert "GPT training step" in printed and "scaled dot-product attention" in printed and "peak memory" in printed
-    assert ("module 07 not exported" in printed) != HAS_PERF
+    assert ("module 08 not exported" in printed) != HAS_PERF
 
 
 def test_both_libraries_get_numpys_thread_count():
@@ -267,7 +267,7 @@ def test_a_pytorch_op_is_charged_to_the_outermost_op_around_it_that_has_a_part()
     assert seconds == {"Optimizer.step#AdamW.step": 3.0, "aten::mul_": 3.0, backward.name: 4.0}
 
 
-@pytest.mark.skipif(not HAS_PERF, reason="measures module 07's fast path")
+@pytest.mark.skipif(not HAS_PERF, reason="measures the fast path (modules 07 and 08)")
 def test_the_fusion_headroom_adds_up_what_each_fused_op_would_save():
     seconds = fusion_headroom.headroom(TINY, blocks=1, calls=2)
     parts = ["bias pass", "bias gradient's column sum", "residual addition (op)", "Python around one op"]

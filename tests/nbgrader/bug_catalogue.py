@@ -447,31 +447,6 @@ BUGS["06"] += [  # so that every exercise has at least three (the blame table, t
 ]
 
 BUGS["07"] = [  # from the module 07 author's list, each re-checked here
-    Bug("compiled-layer-norm-one-pass-variance", "the compiled layer norm takes the variance as E[x²] − E[x]²",
-        "compiled-layer-norm-loops",
-        "        rstd[r] = 1.0 / math.sqrt(_dot(out[r], out[r]) / d + eps)",
-        "        rstd[r] = 1.0 / math.sqrt(_dot(x[r], x[r]) / d - mean[r] * mean[r] + eps)"),
-    Bug("compiled-layer-norm-shared-sums", "every part of the rows adds its column sums into part 0",
-        "compiled-layer-norm-loops", "                sums[p, 0, j] += grad[r, j] * xhat[j]\n                sums[p, 1, j] += grad[r, j]",
-        "                sums[0, 0, j] += grad[r, j] * xhat[j]\n                sums[0, 1, j] += grad[r, j]"),
-    Bug("compiled-gelu-grad-no-one-minus-s", "the GELU backward loop forgets the factor (1 − s)", "compiled-gelu-loops",
-        "(one + v * (one - s) * two_c", "(one + v * two_c"),
-    Bug("compiled-gelu-grad-nan-at-zero", "the GELU backward loop reads s = y / v back even at v = 0 (0/0)",
-        "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n", "        s = y[i] / v\n"),
-    Bug("compiled-gelu-grad-subnormal", "the GELU backward loop reads s = y / v back for a subnormal v, where y has no "
-        "digits left", "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n",
-        "        s = y[i] / v if v != 0 else half\n"),
-    Bug("compiled-gelu-loop-not-compiled", "the GELU backward loop is left to Python (right values, no @compiled)",
-        "compiled-gelu-loops", "@compiled\ndef _gelu_backward_loop(", "def _gelu_backward_loop("),
-    Bug("compiled-cross-entropy-ignores-keep", "the cross-entropy backward loop sends gradient to ignored rows",
-        "compiled-cross-entropy-loops",
-        "            if keep[r]:\n                p = vexp(z.dtype.type(z[r, j] - lse[r]))",
-        "            if True:\n                p = vexp(z.dtype.type(z[r, j] - lse[r]))"),
-    Bug("compiled-adamw-no-bias-correction", "the AdamW loop forgets the bias corrections", "compiled-adamw-loop",
-        "        step = lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)",
-        "        step = lr * m[i] / (np.sqrt(v[i]) + eps)"),
-    Bug("compiled-adamw-object-mode", "the AdamW loop is compiled in numba's object mode (Python's speed, right values)",
-        "compiled-adamw-loop", "@compiled\ndef _adamw_loop(", "@numba.jit(forceobj=True)\ndef _adamw_loop("),
     Bug("compare-same-order", "every block runs the functions in the same order", "compare",
         "        for name in names if block % 2 == 0 else names[::-1]:", "        for name in names:"),
     Bug("linear-no-bias", "the fused linear never adds the bias", "fast-linear",
@@ -502,10 +477,6 @@ BUGS["07"] = [  # from the module 07 author's list, each re-checked here
         "                _matmul_into(np.swapaxes(d_scores, -1, -2), q[block_rows], dK[index], add=False)"),
     Bug("attention-first-block-adds", "the first row block adds into dK and dV, which hold no zeros",
         "fast-attention-backward", "            later = rows.start > 0", "            later = True"),
-    Bug("disable-clears-everything", "disable() empties KERNELS, other kernels too", "switch",
-        """    for op, fast in FAST_KERNELS.items():
-        if KERNELS.get(op) is fast:
-            del KERNELS[op]""", "    KERNELS.clear()"),
 ]
 
 BUGS["07"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
@@ -547,6 +518,41 @@ BUGS["07"] += [  # so that every exercise has at least three (the blame table, t
         "                _matmul_into(p, d_out, dV[index], add=later)"),
     Bug("attention-ds-no-rowsum", "the softmax backward forgets to subtract rowsum(dP ⊙ P)", "fast-attention-backward",
         "            d_scores -= row_dot[block_rows]\n", ""),
+]
+
+BUGS["08"] = [  # from the module 07 author's list (its compiled loops and switch are module 08's now)
+    Bug("compiled-layer-norm-one-pass-variance", "the compiled layer norm takes the variance as E[x²] − E[x]²",
+        "compiled-layer-norm-loops",
+        "        rstd[r] = 1.0 / math.sqrt(_dot(out[r], out[r]) / d + eps)",
+        "        rstd[r] = 1.0 / math.sqrt(_dot(x[r], x[r]) / d - mean[r] * mean[r] + eps)"),
+    Bug("compiled-layer-norm-shared-sums", "every part of the rows adds its column sums into part 0",
+        "compiled-layer-norm-loops", "                sums[p, 0, j] += grad[r, j] * xhat[j]\n                sums[p, 1, j] += grad[r, j]",
+        "                sums[0, 0, j] += grad[r, j] * xhat[j]\n                sums[0, 1, j] += grad[r, j]"),
+    Bug("compiled-gelu-grad-no-one-minus-s", "the GELU backward loop forgets the factor (1 − s)", "compiled-gelu-loops",
+        "(one + v * (one - s) * two_c", "(one + v * two_c"),
+    Bug("compiled-gelu-grad-nan-at-zero", "the GELU backward loop reads s = y / v back even at v = 0 (0/0)",
+        "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n", "        s = y[i] / v\n"),
+    Bug("compiled-gelu-grad-subnormal", "the GELU backward loop reads s = y / v back for a subnormal v, where y has no "
+        "digits left", "compiled-gelu-loops", "        s = y[i] / v if abs(v) > tiny else half\n",
+        "        s = y[i] / v if v != 0 else half\n"),
+    Bug("compiled-gelu-loop-not-compiled", "the GELU backward loop is left to Python (right values, no @compiled)",
+        "compiled-gelu-loops", "@compiled\ndef _gelu_backward_loop(", "def _gelu_backward_loop("),
+    Bug("compiled-cross-entropy-ignores-keep", "the cross-entropy backward loop sends gradient to ignored rows",
+        "compiled-cross-entropy-loops",
+        "            if keep[r]:\n                p = vexp(z.dtype.type(z[r, j] - lse[r]))",
+        "            if True:\n                p = vexp(z.dtype.type(z[r, j] - lse[r]))"),
+    Bug("compiled-adamw-no-bias-correction", "the AdamW loop forgets the bias corrections", "compiled-adamw-loop",
+        "        step = lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)",
+        "        step = lr * m[i] / (np.sqrt(v[i]) + eps)"),
+    Bug("compiled-adamw-object-mode", "the AdamW loop is compiled in numba's object mode (Python's speed, right values)",
+        "compiled-adamw-loop", "@compiled\ndef _adamw_loop(", "@numba.jit(forceobj=True)\ndef _adamw_loop("),
+    Bug("disable-clears-everything", "disable() empties KERNELS, other kernels too", "switch",
+        """    for op, fast in FAST_KERNELS.items():
+        if KERNELS.get(op) is fast:
+            del KERNELS[op]""", "    KERNELS.clear()"),
+]
+
+BUGS["08"] += [  # so that every exercise has at least three (the blame table, test_blame_table.py)
     Bug("compiled-layer-norm-part-off-by-one", "each part's row loop stops one row early", "compiled-layer-norm-loops",
         "range(p * rows // parts, (p + 1) * rows // parts)", "range(p * rows // parts, (p + 1) * rows // parts - 1)"),
     Bug("compiled-gelu-cubic-coefficient", "du/dv forgets the 3 from the derivative of v³", "compiled-gelu-loops",

@@ -8,7 +8,7 @@ runs what `tito module complete` runs: the judge's verdicts (`run_judged_checks`
 named first must be the bug's, and the first failing test, if any, must be under it or say "fix <it> first".
 
 Cost: each entry is an export, an answer process and a pytest process. The workspace is made once for all test
-processes (a file lock), with the judged checks of every module run once (so numba's cache of module 07's loops is
+processes (a file lock), with the judged checks of every module run once (so numba's cache of module 08's loops is
 there, as in a student's workspace after `tito module complete`), and its suites leave out what costs seconds per
 process without naming an exercise differently: the PyTorch comparisons (importing torch takes seconds; the same
 exercises' own tests stay) and the tests that run real tools (a notebook in a kernel, the capstone's script). They
@@ -30,10 +30,10 @@ from tito.student_workspace import init_student_workspace
 
 ENTRIES = [pytest.param(number, bug, id=f"{number}-{bug.slug}") for number, bugs in sorted(BUGS.items())
            for bug in bugs]
-# Each entry's copy keeps the package's __pycache__, where numba caches module 07's compiled loops (a bug in one of
+# Each entry's copy keeps the package's __pycache__, where numba caches module 08's compiled loops (a bug in one of
 # them changes their file, and numba compiles that file's loops again).
 SKIP = shutil.ignore_patterns(".ipynb_checkpoints", ".pytest_cache")
-LEFT_OUT = ["*/test_*_oracle.py", "07_performance/test_perf_op_tables.py", "05_attention/test_attention_notebook.py",
+LEFT_OUT = ["*/test_*_oracle.py", "08_compiled/test_compiled_op_tables.py", "05_attention/test_attention_notebook.py",
             "06_transformer/test_transformer_milestone.py"]
 
 

@@ -158,7 +158,7 @@ def test_importing_tito_leaves_the_environment_unchanged():
 
 
 def test_importing_tinytorch_leaves_the_environment_unchanged():
-    "Every module of the package (module 07's tinytorch.perf too, when it is there)."
+    "Every module of the package (tinytorch.perf too, when it is there)."
     package = REPO / "tinytorch"
     modules = [".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
                for p in sorted(package.rglob("*.py"))]

@@ -1,6 +1,6 @@
-"""Which path `tito milestone run gpt` takes: module 07's fast kernels when module 07 is complete (tinytorch.perf
-exported and, in a student workspace, `tito module complete 07` passed), else the plain ops; --fast / --plain decide
-instead. tinytorch.perf is faked here, so these tests hold whether or not module 07 exists yet."""
+"""Which path `tito milestone run gpt` takes: the fast kernels when module 08 is complete (its switch exported into
+tinytorch.perf and, in a student workspace, `tito module complete 08` passed), else the plain ops; --fast / --plain decide
+instead. tinytorch.perf is faked here, so these tests hold whether or not module 08 exists yet."""
 import json
 import sys
 import types
@@ -23,6 +23,7 @@ def make_workspace(root, student: bool, passed: dict = None):
     (root / "modules").mkdir(parents=True)
     (root / "tinytorch" / "perf").mkdir(parents=True)
     (root / "tinytorch" / "perf" / "__init__.py").write_text("")
+    (root / "tinytorch" / "perf" / milestone.SWITCH_BESIDE).write_text("")
     kind = "\n[workspace]\nkind = student\n" if student else ""
     (root / "settings.ini").write_text(f"[course]\ncourse_id = tinytorch\n{kind}")
     if passed is not None:
@@ -32,19 +33,31 @@ def make_workspace(root, student: bool, passed: dict = None):
     return root / "tinytorch" / "perf" / "__init__.py"
 
 
-def test_without_module_07_the_plain_path(monkeypatch):
+def test_without_module_08_the_plain_path(monkeypatch):
     fake_spec(monkeypatch, None)
     path = milestone.choose_path()
-    assert not path.fast and str(path).startswith("plain path:") and "module 07 is not exported" in str(path)
-    with pytest.raises(TitoError, match="--fast needs module 07"):
+    assert not path.fast and str(path).startswith("plain path:") and "module 08 is not exported" in str(path)
+    with pytest.raises(TitoError, match="--fast needs module 08"):
         milestone.choose_path(force=True)
     assert not milestone.choose_path(force=False).fast
 
 
-def test_with_module_07_outside_any_workspace_the_fast_path(monkeypatch, tmp_path):
+def test_with_module_07_alone_the_plain_path(monkeypatch, tmp_path):
+    "Module 07 exports parts of tinytorch.perf under an empty __init__.py: no switch yet, so the plain path."
+    perf = make_workspace(tmp_path / "ws", student=True, passed={"07": True})
+    (perf.parent / milestone.SWITCH_BESIDE).unlink()
+    fake_spec(monkeypatch, perf)
+    path = milestone.choose_path()
+    assert not path.fast and "module 08 is not exported" in str(path)
+    with pytest.raises(TitoError, match="--fast needs module 08"):
+        milestone.choose_path(force=True)
+
+
+def test_with_module_08_outside_any_workspace_the_fast_path(monkeypatch, tmp_path):
     perf = tmp_path / "site-packages" / "tinytorch" / "perf" / "__init__.py"
     perf.parent.mkdir(parents=True)
     perf.write_text("")
+    (perf.parent / milestone.SWITCH_BESIDE).write_text("")
     fake_spec(monkeypatch, perf)
     path = milestone.choose_path()
     assert path.fast and str(path).startswith("fast path:") and "tinytorch.perf.enable()" in str(path)
@@ -53,20 +66,20 @@ def test_with_module_07_outside_any_workspace_the_fast_path(monkeypatch, tmp_pat
     assert not plain.fast and "--plain" in str(plain)
 
 
-def test_in_the_course_repository_module_07_exported_is_enough(monkeypatch, tmp_path):
+def test_in_the_course_repository_module_08_exported_is_enough(monkeypatch, tmp_path):
     fake_spec(monkeypatch, make_workspace(tmp_path / "course", student=False))
     assert milestone.choose_path().fast
 
 
-def test_in_a_student_workspace_module_07_must_be_complete(monkeypatch, tmp_path):
+def test_in_a_student_workspace_module_08_must_be_complete(monkeypatch, tmp_path):
     root = tmp_path / "ws"
-    fake_spec(monkeypatch, make_workspace(root, student=True, passed={"06": True, "07": False}))
+    fake_spec(monkeypatch, make_workspace(root, student=True, passed={"07": True, "08": False}))
     path = milestone.choose_path()
-    assert not path.fast and "module 07 is not complete" in str(path)
+    assert not path.fast and "module 08 is not complete" in str(path)
     forced = milestone.choose_path(force=True)
     assert forced.fast and "--fast" in str(forced) and "not complete" in str(forced)
 
-    (root / ".tito" / "progress.json").write_text(json.dumps({"modules": {"07": {"passed": True}}}))
+    (root / ".tito" / "progress.json").write_text(json.dumps({"modules": {"08": {"passed": True}}}))
     assert milestone.choose_path().fast
 
 
@@ -78,10 +91,11 @@ def test_a_student_workspace_with_no_progress_yet_is_not_complete(monkeypatch, t
 def test_only_the_workspace_that_holds_the_package_counts(monkeypatch, tmp_path):
     "A package installed elsewhere inside a student workspace's folder (a venv's site-packages) is not its export."
     root = tmp_path / "ws"
-    make_workspace(root, student=True, passed={"07": False})
+    make_workspace(root, student=True, passed={"08": False})
     installed = root / ".venv" / "lib" / "site-packages" / "tinytorch" / "perf" / "__init__.py"
     installed.parent.mkdir(parents=True)
     installed.write_text("")
+    (installed.parent / milestone.SWITCH_BESIDE).write_text("")
     fake_spec(monkeypatch, installed)
     assert milestone.choose_path().fast
 
@@ -148,18 +162,18 @@ def test_an_error_in_the_run_still_restores_the_kernels(fake_perf):
     assert not fake_perf.is_enabled()
 
 
-def test_the_plain_path_does_not_import_module_07(monkeypatch):
+def test_the_plain_path_does_not_import_module_08(monkeypatch):
     monkeypatch.delitem(sys.modules, "tinytorch.perf", raising=False)
     with milestone.kernel_path(False):
         assert "tinytorch.perf" not in sys.modules
 
 
-def test_a_module_07_that_does_not_import_is_one_line(monkeypatch):
+def test_a_module_08_that_does_not_import_is_one_line(monkeypatch):
     import tinytorch
 
     monkeypatch.setitem(sys.modules, "tinytorch.perf", None)  # `import tinytorch.perf` raises ImportError
     monkeypatch.delattr(tinytorch, "perf", raising=False)
-    with pytest.raises(TitoError, match="tinytorch.perf .module 07. does not import: .*--plain") as caught:
+    with pytest.raises(TitoError, match="tinytorch.perf .module 08. does not import: .*--plain") as caught:
         with milestone.kernel_path(True):
             pass
     assert "\n" not in str(caught.value)

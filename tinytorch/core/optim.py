@@ -121,7 +121,7 @@ class AdamW(Adam):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay)
 
-    @kernel("adamw_update")  # module 07 can install a fused version of this update
+    @kernel("adamw_update")  # module 08 can install a fused version of this update
     def update(self, param, grad, state):
         param *= 1 - self.lr * self.weight_decay
         self.adam_step(param, grad, state)

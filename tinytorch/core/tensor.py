@@ -183,11 +183,11 @@ def _data(x):
 # %% ../../modules/01_tensor/01_tensor.ipynb #kernels
 import functools
 
-KERNELS = {}  # op name -> a faster function with the same signature; filled by tinytorch.perf.enable() (module 07)
+KERNELS = {}  # op name -> a faster function with the same signature; filled by tinytorch.perf.enable() (module 08)
 
 
 def kernel(op: str):
-    "Decorator: calls go to KERNELS[op] when module 07 installed a fast version, else to the decorated plain function."
+    "Decorator: calls go to KERNELS[op] when module 08's switch installed a fast version, else to the decorated plain function."
     def wrap(plain):
         @functools.wraps(plain)
         def call(*args, **kwargs):

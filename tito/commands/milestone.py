@@ -47,8 +47,8 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Continue the run saved in --out."),
     stop_at: Optional[int] = typer.Option(None, min=1, help="Stop after this step, with a checkpoint and the loss "
                                           "curve (no sample: it comes at the last step); --resume continues."),
-    fast: Optional[bool] = typer.Option(None, "--fast/--plain", help="Module 07's fast kernels, or the plain ops of "
-                                        "modules 01-06 (default: fast when module 07 is complete)."),
+    fast: Optional[bool] = typer.Option(None, "--fast/--plain", help="The fast kernels (modules 07 and 08), or the plain ops of "
+                                        "modules 01-06 (default: fast when module 08 is complete)."),
 ):
     "Train a GPT with your tinytorch: progress bar, validation loss, checkpoint, loss curve and a sample."
     if name not in MILESTONES:

@@ -12,7 +12,8 @@ from tinytorch.core.losses import cross_entropy
 from tinytorch.core.tensor import KERNELS
 from tinytorch.core.transformer import GPT
 
-from perf_helpers import ATTENTION_OP, GELU_OP, LAYER_NORM_OP, leaves
+from compiled_helpers import ATTENTION_OP, GELU_OP, LAYER_NORM_OP
+from perf_helpers import leaves
 
 pytestmark = pytest.mark.exercise("switch")
 
