@@ -287,7 +287,7 @@ def op_breakdown(steps: int = 30, cfg=CONFIG, paths=None) -> dict:
     """Milliseconds per training step by part of the model (OP_GROUPS, and 'other': everything else, Python between
     ops included), profiled on the fast path (`perf.op_profile`) and PyTorch (`torch.profiler`), each path in its own
     process: where a gap in the step comes from. A profiler slows what it watches, so compare the parts, not the sum
-    with the step benchmark. {path: {part: ms}}; tinytorch paths need module 07 (op_profile is its tool)."""
+    with the step benchmark. {path: {part: ms}}; the fast path needs module 08 (op_profile is module 07's tool)."""
     paths = list(paths or [path for path in (FAST, TORCH) if path in measured_paths()])
     work = functools.partial(breaking_down, steps=steps, cfg=dict(cfg))
     done = turns.take_turns(dict.fromkeys(paths, work), blocks=1)

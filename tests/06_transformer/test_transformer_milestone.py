@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from tinytorch.core.transformer import load_checkpoint
-from tito import milestone
+from tito.milestone import perf_spec
 
 
 pytestmark = [pytest.mark.slow, pytest.mark.exercise("generate")]
-HAS_PERF = milestone.perf_spec() is not None  # module 08 has exported the switch
+HAS_PERF = perf_spec() is not None  # module 08 has exported the switch
 TITO = [sys.executable, "-m", "tito", "milestone", "run"]
 
 TINY = ["--steps", "8", "--batch-size", "4", "--block-size", "16", "--embed-dim", "16", "--num-layers", "1",
@@ -105,15 +105,15 @@ def test_clear_errors(tmp_path, text_file):
     assert unknown.returncode == 1 and "gpt" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
-@pytest.mark.skipif(HAS_PERF, reason="tinytorch.perf is exported here: --fast has what it needs")
-def test_fast_without_module_07_is_a_clear_error(tmp_path, text_file):
+@pytest.mark.skipif(HAS_PERF, reason="module 08 is exported here: --fast has what it needs")
+def test_fast_without_module_08_is_a_clear_error(tmp_path, text_file):
     bad = milestone("--text", text_file, "--out", tmp_path / "x", *TINY, "--fast", cwd=tmp_path, check=False)
     assert bad.returncode == 1 and "--fast needs module 08" in bad.stderr and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x" / "ckpt.npz").exists()
 
 
 @pytest.mark.skipif(not HAS_PERF, reason="tinytorch.perf's switch (module 08) is not exported")
-def test_fast_runs_on_module_07s_kernels(tmp_path, text_file):
+def test_fast_runs_on_the_kernels_of_modules_07_and_08(tmp_path, text_file):
     proc = milestone("--text", text_file, "--out", tmp_path / "fast", *TINY, "--fast", cwd=tmp_path)
     assert proc.stdout.startswith("fast path: the fast kernels of modules 07 and 08")
     assert load_checkpoint(tmp_path / "fast" / "ckpt.npz")["step"] == 8

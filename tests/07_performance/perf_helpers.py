@@ -112,6 +112,49 @@ def assert_a_broken_rule_is_caught(monkeypatch, op, fn, inputs):
         gradcheck(fn, inputs)
 
 
+def assert_handed_over_to_the_plain_op(kernels: dict, case: str, recorded_ops):
+    """kernels[op] on the inputs HANDED_OVER[case]: the same values, or the same error (for a bad mask: module 05's
+    own), as the plain op, and no fast op recorded."""
+    op, make = HANDED_OVER[case]
+    (got, got_error), (expected, expected_error) = outcome(kernels[op], make()), outcome(PLAIN[op], make())
+    assert got_error == expected_error, (got_error, expected_error)
+    if expected is not None:
+        assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected)), case
+        assert recorded_ops, "the plain op recorded its result"
+    assert not any(name.startswith("fast_") for name in recorded_ops), recorded_ops
+
+
+# --- attention kernels (module 07's blocks; module 08's with the compiled softmax) ---------------------------------
+def check_inputs_that_need_no_gradient(attention, rng):
+    "An input without requires_grad gets no gradient, and the others the plain op's."
+    Q, K, V = leaves(rng, (3, 4), (5, 4), (5, 2))
+    K.requires_grad = False
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V], mask=ROW_BLOCKED)
+    Q.requires_grad, K.requires_grad = False, True
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V])
+
+
+def check_split_heads_keep_their_layout(attention, rng):
+    "Heads split off as a transposed view: the output and the gradients come back in that layout (no copy to merge)."
+    x = rng.normal(size=(2, 6, 3, 4)).astype(np.float32)            # (B, n, H, d)
+    Q, K, V = (Tensor(x.copy().transpose(0, 2, 1, 3), requires_grad=True) for _ in range(3))
+    out, _ = attention(Q, K, V, create_causal_mask(6))
+    assert out.data.strides == Q.data.strides, (out.data.strides, Q.data.strides)
+    out.backward(np.ones(out.shape, np.float32))
+    assert Q.grad.shape == Q.shape, (Q.grad.shape, Q.shape)
+    assert_same_as_plain(attention, scaled_dot_product_attention.plain, [Q, K, V], mask=create_causal_mask(6))
+
+
+def check_a_fully_blocked_row_gives_zeros(attention, rng):
+    "A query row whose keys are all blocked: zeros forward, finite gradients, and none for that row of Q."
+    Q, K, V = leaves(rng, (2, 3, 4), (2, 5, 4), (2, 5, 3))
+    out, weights = attention(Q, K, V, ROW_BLOCKED)
+    assert np.all(out.data[:, 1] == 0) and np.all(weights.data[:, 1] == 0), "the blocked row is not zero"
+    (out.sum() + (weights * weights).sum()).backward()
+    assert all(np.all(np.isfinite(t.grad.data)) for t in (Q, K, V)), "a gradient is not finite"
+    assert np.all(Q.grad.data[:, 1] == 0), "the blocked row of Q has a gradient"
+
+
 @pytest.fixture
 def pools(monkeypatch):
     "Every thread count parallel_map hands work to helper threads with (a list that grows as the test runs)."

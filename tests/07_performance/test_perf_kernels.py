@@ -10,8 +10,9 @@ from tinytorch.core.attention import create_causal_mask, scaled_dot_product_atte
 from tinytorch.core.layers import gelu, layer_norm, linear
 from tinytorch.core.tensor import KERNELS, Tensor
 
-from perf_helpers import (DTYPES, HANDED_OVER, MASKS, PLAIN, ROW_BLOCKED, assert_a_broken_rule_is_caught,
-                          assert_same_as_plain, leaves, outcome)
+from perf_helpers import (DTYPES, HANDED_OVER, MASKS, assert_a_broken_rule_is_caught, assert_handed_over_to_the_plain_op,
+                          assert_same_as_plain, check_a_fully_blocked_row_gives_zeros,
+                          check_inputs_that_need_no_gradient, check_split_heads_keep_their_layout, leaves)
 
 
 
@@ -133,32 +134,17 @@ def test_attention_equals_the_plain_op(rng, dtype, name, threads, cache_bytes, p
 
 @pytest.mark.exercise("fast-attention-backward")
 def test_attention_with_inputs_that_need_no_gradient(rng, threads, cache_bytes):
-    Q, K, V = leaves(rng, (3, 4), (5, 4), (5, 2))
-    K.requires_grad = False
-    assert_same_as_plain(numpy_kernels.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=ROW_BLOCKED)
-    Q.requires_grad, K.requires_grad = False, True
-    assert_same_as_plain(numpy_kernels.fast_attention, scaled_dot_product_attention.plain, [Q, K, V])
+    check_inputs_that_need_no_gradient(numpy_kernels.fast_attention, rng)
 
 
 @pytest.mark.exercise("fast-attention")
 def test_attention_of_split_heads_keeps_their_layout(rng):
-    "Heads split off as a transposed view: the output and the gradients come back in that layout (no copy to merge)."
-    x = rng.normal(size=(2, 6, 3, 4)).astype(np.float32)            # (B, n, H, d)
-    Q, K, V = (Tensor(x.copy().transpose(0, 2, 1, 3), requires_grad=True) for _ in range(3))
-    out, _ = numpy_kernels.fast_attention(Q, K, V, create_causal_mask(6))
-    assert out.data.strides == Q.data.strides
-    out.backward(np.ones(out.shape, np.float32))
-    assert Q.grad.shape == Q.shape
-    assert_same_as_plain(numpy_kernels.fast_attention, scaled_dot_product_attention.plain, [Q, K, V], mask=create_causal_mask(6))
+    check_split_heads_keep_their_layout(numpy_kernels.fast_attention, rng)
 
 
 @pytest.mark.exercise("fast-attention")
 def test_a_fully_blocked_row_gives_zeros_forward_and_backward(rng, threads, cache_bytes):
-    Q, K, V = leaves(rng, (2, 3, 4), (2, 5, 4), (2, 5, 3))
-    out, weights = numpy_kernels.fast_attention(Q, K, V, ROW_BLOCKED)
-    assert np.all(out.data[:, 1] == 0) and np.all(weights.data[:, 1] == 0)
-    (out.sum() + (weights * weights).sum()).backward()
-    assert all(np.all(np.isfinite(t.grad.data)) for t in (Q, K, V)) and np.all(Q.grad.data[:, 1] == 0)
+    check_a_fully_blocked_row_gives_zeros(numpy_kernels.fast_attention, rng)
 
 
 @pytest.mark.exercise("fast-attention")
@@ -195,13 +181,7 @@ EXERCISE = {"linear": "fast-linear", "gelu": "gelu-chunk", "layer_norm": "fast-l
                                   for case, (op, _) in HANDED_OVER.items()])
 def test_inputs_a_kernel_does_not_take_go_to_the_plain_op(recorded_ops, case):
     "The same values, or the same error (for a bad mask: module 05's own), as the plain op, and no fast op recorded."
-    op, make = HANDED_OVER[case]
-    (got, got_error), (expected, expected_error) = outcome(NUMPY_KERNELS[op], make()), outcome(PLAIN[op], make())
-    assert got_error == expected_error
-    if expected is not None:
-        assert len(got) == len(expected) and all(np.array_equal(g, e) for g, e in zip(got, expected))
-        assert recorded_ops, "the plain op recorded its result"
-    assert not any(name.startswith("fast_") for name in recorded_ops), recorded_ops
+    assert_handed_over_to_the_plain_op(NUMPY_KERNELS, case, recorded_ops)
 
 
 @pytest.mark.exercise("fast-attention")

@@ -1,4 +1,4 @@
-"""The branch-free float32 exp of module 07 (`vexp`, `fast_exp`) against numpy's, over the whole float32 range in ulps,
+"""The branch-free float32 exp of module 08 (`vexp`, `fast_exp`) against numpy's, over the whole float32 range in ulps,
 and its special cases exactly. Without numba the formula runs in Python, so the sweep is sparser there."""
 import numpy as np
 import pytest

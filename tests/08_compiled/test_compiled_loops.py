@@ -1,4 +1,4 @@
-"""The compiled loops of section 10 (numba): every compiled op equals the plain op it replaces, values and gradients,
+"""The compiled loops of module 08 (numba): every compiled op equals the plain op it replaces, values and gradients,
 in float32 and float64; AdamW's compiled update equals module 04's, step after step; inputs a loop was not written for
 go to the plain op; the fast path's table takes the compiled ops only where numba is installed and says once when it
 is not; the loops are compiled without fastmath and cached on disk, so a second process loads them.

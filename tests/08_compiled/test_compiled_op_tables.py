@@ -31,13 +31,13 @@ FILES = [
 CONFTESTS = ["05_attention/conftest.py", "06_transformer/conftest.py"]  # their fixtures, which the tests above use
 PLAIN_PATH_ONLY = {  # "<file>::<test>" -> why it cannot pass on the fast path, whatever the kernels compute
     "03_layers/test_layers_gradcheck.py::test_linear_is_one_op_and_skips_the_input_gradient_when_not_needed":
-        "it asserts the recorded op name 'linear' (test_perf_kernels checks the same for 'fast_linear')",
+        "it asserts the recorded op name 'linear' (module 07's test_perf_kernels checks the same for 'fast_linear')",
     "03_layers/test_layers_gradcheck.py::test_fused_rules_are_registered_and_a_broken_one_is_caught":
-        "it breaks the plain ops' gradient rules (test_perf_kernels breaks the fast ones)",
+        "it breaks the plain ops' gradient rules (test_perf_kernels and test_compiled_attention break the fast ones)",
     "04_training/test_losses.py::test_cross_entropy_records_one_fused_node":
         "it asserts the recorded op name 'cross_entropy' (the fast path records 'fast_compiled_cross_entropy')",
     "04_training/test_losses.py::test_cross_entropy_gradcheck_catches_a_wrong_rule":
-        "it breaks the plain op's gradient rule (test_perf_kernels breaks the fast one)",
+        "it breaks the plain op's gradient rule (test_compiled_attention breaks the fast one)",
 }
 FAST_OPS = {"fast_linear"} | (  # the ops the fast path records: compiled loops where numba is
     {"fast_compiled_gelu", "fast_compiled_layer_norm", "fast_compiled_softmax", "fast_compiled_cross_entropy",

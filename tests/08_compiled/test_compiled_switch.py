@@ -9,6 +9,7 @@ import pytest
 import tinytorch.perf as perf
 from tinytorch.core.layers import gelu, layer_norm, linear, manual_seed
 from tinytorch.core.losses import cross_entropy
+from tinytorch.core.optim import AdamW
 from tinytorch.core.tensor import KERNELS
 from tinytorch.core.transformer import GPT
 
@@ -168,3 +169,24 @@ def test_a_gpt_step_on_the_fast_path_equals_the_plain_one(recorded_ops, dtype, t
 class _nothing:
     def __enter__(self): return self
     def __exit__(self, *exc): return False
+
+
+def test_op_profile_names_the_fast_kernels_and_their_gradient_rules(rng):
+    "On the fast path, module 07's op_profile charges each fast kernel and its rule under its own name."
+    manual_seed(0)
+    model = GPT(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, max_seq_len=8, seed=0)
+    optimizer = AdamW(model.parameters(), lr=1e-3)
+    x = rng.integers(0, 11, size=(2, 8))
+
+    def step():
+        loss = cross_entropy(model(x), x)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with perf.enabled():
+        fast = perf.op_profile(step, steps=2)
+    gelu_kernel = perf.FAST_KERNELS["gelu"].__name__                     # fast_gelu, or compiled_gelu with numba
+    attention_kernel = perf.FAST_KERNELS["scaled_dot_product_attention"].__name__
+    assert {"fast_linear", "fast_linear backward", gelu_kernel, attention_kernel, f"{ATTENTION_OP} backward",
+            f"{LAYER_NORM_OP} backward"} <= set(fast), sorted(fast)
+    assert "linear" not in fast and "gelu backward" not in fast           # the plain ops did not run

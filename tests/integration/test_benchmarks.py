@@ -294,7 +294,7 @@ def test_the_processor_names_its_widest_vector_unit(tmp_path, monkeypatch):
     assert run_all.processor() == "AMD EPYC (family 25, model 1, avx2)"
 
 
-@pytest.mark.skipif(not HAS_PERF, reason="op_profile is module 07's tool")
+@pytest.mark.skipif(not HAS_PERF, reason="the fast path needs module 08 (op_profile is module 07's tool)")
 def test_the_op_breakdown_profiles_each_path_in_its_own_process_and_reports_every_part():
     parts = bench_gpt.op_breakdown(steps=2, cfg=TINY)
     assert list(parts) == ["fast"] + (["torch"] if HAS_TORCH else [])

@@ -23,7 +23,7 @@ from ..core.tensor import KERNELS
 from ..core.autograd import GRADIENTS
 from ..core import train as _train, transformer as _transformer
 
-# %% ../../modules/07_performance/07_performance.ipynb #e04075fc
+# %% ../../modules/07_performance/07_performance.ipynb #gpt-step
 STEP_CONFIG = dict(vocab_size=65, embed_dim=64, num_layers=2, num_heads=4, block_size=64, batch_size=12)
 
 
@@ -172,7 +172,7 @@ def torch_op_profile(step, steps: int = 5) -> dict:
                        key=lambda kv: -kv[1]))
 
 
-# %% ../../modules/07_performance/07_performance.ipynb #18545f2d
+# %% ../../modules/07_performance/07_performance.ipynb #plot-groups
 def plot_groups(profiles: dict, title: str):
     "A bar chart of profiles ({label: profile}) by group, side by side."
     import matplotlib.pyplot as plt
@@ -192,7 +192,7 @@ def plot_groups(profiles: dict, title: str):
 
 
 
-# %% ../../modules/07_performance/07_performance.ipynb #92abda8c
+# %% ../../modules/07_performance/07_performance.ipynb #show-timings
 def show_timings(timings: dict, unit: float = 1e-3, label: str = "ms"):
     "Print each Timing of `compare`: the median, the middle half and the ratio, in `unit`s called `label`."
     for name, t in timings.items():
