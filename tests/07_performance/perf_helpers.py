@@ -4,9 +4,12 @@ import numpy as np
 import pytest
 
 from tinytorch.core.attention import create_causal_mask, create_padding_mask, scaled_dot_product_attention
-from tinytorch.core.layers import gelu, layer_norm, linear
+from tinytorch.core.layers import gelu, layer_norm, linear, manual_seed
+from tinytorch.core.losses import cross_entropy
+from tinytorch.core.optim import AdamW
 from tinytorch.core.autograd import GRADIENTS, GradcheckError, gradcheck
 from tinytorch.core.tensor import Tensor
+from tinytorch.core.transformer import GPT
 from tinytorch.perf import numpy_kernels, threads as perf_threads
 
 DTYPES = [np.float64, np.float32]
@@ -110,6 +113,21 @@ def assert_a_broken_rule_is_caught(monkeypatch, op, fn, inputs):
         None if g is None else 1.1 * g for g in good(grad, out, *ins, **attrs)))
     with pytest.raises(GradcheckError, match=op):
         gradcheck(fn, inputs)
+
+
+def tiny_training_step(rng):
+    "One training step of a one-layer GPT on a random batch of 11 token ids, as a function of no arguments."
+    manual_seed(0)
+    model = GPT(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, max_seq_len=8, seed=0)
+    optimizer = AdamW(model.parameters(), lr=1e-3)
+    x = rng.integers(0, 11, size=(2, 8))
+
+    def step():
+        loss = cross_entropy(model(x), x)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return step
 
 
 def assert_handed_over_to_the_plain_op(kernels: dict, case: str, recorded_ops):

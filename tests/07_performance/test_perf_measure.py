@@ -4,13 +4,10 @@ import numpy as np
 import pytest
 
 from tinytorch.perf import measure as perf
-from tinytorch.core.layers import manual_seed
-from tinytorch.core.losses import cross_entropy
-from tinytorch.core.optim import AdamW
 from tinytorch.core.tensor import KERNELS
-from tinytorch.core.transformer import GPT
 from tinytorch.perf.numpy_kernels import NUMPY_KERNELS
 
+from perf_helpers import tiny_training_step
 
 pytestmark = pytest.mark.exercise("compare")
 
@@ -60,16 +57,7 @@ def test_the_default_clock_measures_real_time():
 
 
 def test_op_profile_names_the_ops_of_a_step_plain_and_with_the_numpy_kernels(rng):
-    manual_seed(0)
-    model = GPT(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, max_seq_len=8, seed=0)
-    optimizer = AdamW(model.parameters(), lr=1e-3)
-    x = rng.integers(0, 11, size=(2, 8))
-
-    def step():
-        loss = cross_entropy(model(x), x)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    step = tiny_training_step(rng)
     plain = perf.op_profile(step, steps=2)
     assert {"linear", "linear backward", "gelu", "gelu backward", "layer_norm", "layer_norm backward",
             "scaled_dot_product_attention", "attention backward", "cross_entropy", "other"} <= set(plain)

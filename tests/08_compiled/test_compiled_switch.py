@@ -9,12 +9,11 @@ import pytest
 import tinytorch.perf as perf
 from tinytorch.core.layers import gelu, layer_norm, linear, manual_seed
 from tinytorch.core.losses import cross_entropy
-from tinytorch.core.optim import AdamW
 from tinytorch.core.tensor import KERNELS
 from tinytorch.core.transformer import GPT
 
 from compiled_helpers import ATTENTION_OP, GELU_OP, LAYER_NORM_OP
-from perf_helpers import leaves
+from perf_helpers import leaves, tiny_training_step
 
 pytestmark = pytest.mark.exercise("switch")
 
@@ -173,16 +172,7 @@ class _nothing:
 
 def test_op_profile_names_the_fast_kernels_and_their_gradient_rules(rng):
     "On the fast path, module 07's op_profile charges each fast kernel and its rule under its own name."
-    manual_seed(0)
-    model = GPT(vocab_size=11, embed_dim=16, num_layers=1, num_heads=2, max_seq_len=8, seed=0)
-    optimizer = AdamW(model.parameters(), lr=1e-3)
-    x = rng.integers(0, 11, size=(2, 8))
-
-    def step():
-        loss = cross_entropy(model(x), x)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    step = tiny_training_step(rng)
     with perf.enabled():
         fast = perf.op_profile(step, steps=2)
     gelu_kernel = perf.FAST_KERNELS["gelu"].__name__                     # fast_gelu, or compiled_gelu with numba
