@@ -107,14 +107,18 @@ class Verdicts(Checks):
     def failing(self) -> dict[str, Outcome]:
         return {o.gid: o for o in self.outcomes if o.status != "passed"}
 
-    def fix_first(self, gid: str) -> str:
-        "The failing exercise that `gid` builds on to fix before it ('' when there is none)."
+    def fix_first(self, gid: str, after=()) -> str:
+        """The failing exercise that `gid` builds on (its check's `after=`, and a test's own `after`) to fix before
+        it ('' when there is none)."""
         from tito.grading.judge import fix_first
 
-        return fix_first(gid, self.builds_on, self.failing()) or ""
+        below = [*self.builds_on.get(gid, ()), *after]
+        below += [b for a in after for b in self.builds_on.get(a, ())]
+        graph = {**self.builds_on, gid: [a for a in dict.fromkeys(below) if a != gid]}
+        return fix_first(gid, graph, self.failing()) or ""
 
     def order(self) -> list[str]:
-        "The exercises, those to fix first in front (failing and building on no failing one), in notebook order."
+        "The exercises, those to fix first in front (failing and building on no failing one), in exercise order."
         failing = self.failing()
         first = [g for g in failing if not self.fix_first(g)]
         return first + [o.gid for o in self.outcomes if o.gid not in first]
@@ -236,6 +240,7 @@ def _junit_outcome(case: ET.Element, verdicts: Verdicts) -> Outcome:
     name = f"{case.get('classname', '').rpartition('.')[2]}::{case.get('name')}".lstrip(":")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     gid, nodeid = props.get("tito-exercise", ""), props.get("tito-nodeid", "")
+    after = tuple(a for a in props.get("tito-after", "").split(",") if a)
     tag, node = next(((t, n) for t in ("failure", "error", "skipped") if (n := case.find(t)) is not None), ("", None))
     if not tag:
         return Outcome(name, "passed", gid=gid, nodeid=nodeid)
@@ -243,10 +248,10 @@ def _junit_outcome(case: ET.Element, verdicts: Verdicts) -> Outcome:
     if tag == "skipped":
         return Outcome(name, "skipped", one_line(message or text), gid=gid, nodeid=nodeid)
     if message.startswith(NOT_DONE) or f"E   {NOT_DONE}" in text:
-        reason = not_done(None if verdicts.fix_first(gid) else gid or None)
+        reason = not_done(None if verdicts.fix_first(gid, after) else gid or None)
     else:
         reason = failure_reason(message or text)
-    if first := verdicts.fix_first(gid):
+    if first := verdicts.fix_first(gid, after):
         reason = f"fix {verdicts.titles[first]} first; {reason}"
     return Outcome(name, {"failure": "failed"}.get(tag, tag), reason, exercise=verdicts.titles.get(gid, gid),
                    detail=text.rstrip(), nodeid=nodeid, gid=gid)
@@ -310,7 +315,16 @@ def run_judged_checks(ws: Workspace, module: Module) -> Verdicts:
                              limits, ws.cell_timeout, path=ws.lib_dir.parent)
     outcomes = [Outcome(v.title, "passed" if v.passed else "failed", v.message(), detail=v.message(), gid=v.exercise)
                 for v in judge.judge(probes, expected, answers)]
-    return Verdicts(outcomes, builds_on=judge.builds_on(probes))
+    notebook = ws.released(module).notebook if ws.is_student else module.notebook
+    return Verdicts(in_exercise_order(outcomes, notebook), builds_on=judge.builds_on(probes))
+
+
+def in_exercise_order(outcomes: list[Outcome], notebook: Path) -> list[Outcome]:
+    """The verdicts in the order of the notebook's exercises (its solution cells: Exercise 1, 2, ...), not of its
+    graded cells (one may check a later exercise's code before an earlier one's)."""
+    nb = parse_notebook(notebook)
+    rank = {gid: i for i, gid in enumerate(grade_id(c) for c in nb.cells if is_exercise(c))}
+    return sorted(outcomes, key=lambda o: rank.get(o.gid, len(rank)))
 
 
 def _cell_outcome(nb, index: int, exercises: dict, stopped: Stopped | None, timeout: int) -> Outcome:

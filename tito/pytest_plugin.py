@@ -1,8 +1,10 @@
 """A pytest plugin tito loads (`pytest -p tito.pytest_plugin`) when it runs a module's test suite.
 
 Every test of a module suite declares the exercise it exercises, `@pytest.mark.exercise("grade_id")` (on the test,
-its class, its parameter or the file's `pytestmark`). This plugin adds it to the test's JUnit record, property
-`tito-exercise`, with the test's node id, `tito-nodeid`; tito shows a failure under that exercise.
+its class, its parameter or the file's `pytestmark`), and, when it also runs the code of exercises that exercise's
+graded check does not build on, those: `@pytest.mark.exercise("masks", after=("attention-backward",))`. This plugin
+adds them to the test's JUnit record, properties `tito-exercise` and `tito-after`, with the test's node id,
+`tito-nodeid`; tito shows a failure under that exercise, and "fix Exercise N first" when one it builds on fails.
 
 `--tito-stop-early=a,b,c` runs the tests in that order of exercises (a stable sort: within an exercise, as
 collected) and stops after the first exercise with a failing test.
@@ -16,11 +18,17 @@ def exercise_of(item) -> str:
     return mark.args[0] if mark and mark.args else ""
 
 
+def after_of(item) -> tuple:
+    "The grade_ids a test declares it builds on besides its exercise's own (`after=`), or ()."
+    mark = item.get_closest_marker("exercise")
+    after = mark.kwargs.get("after", ()) if mark else ()
+    return (after,) if isinstance(after, str) else tuple(after)
+
+
 def pytest_addoption(parser):
     parser.addoption("--tito-stop-early", default="", metavar="GRADE_IDS",
                      help="run the tests in this order of exercises (comma-separated grade_ids) and stop after "
                           "the first exercise with a failing test")
-
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,7 +43,8 @@ FAILED = pytest.StashKey[str]()  # the exercise of the first failing test
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    item.user_properties += [("tito-exercise", exercise_of(item)), ("tito-nodeid", item.nodeid)]
+    item.user_properties += [("tito-exercise", exercise_of(item)), ("tito-after", ",".join(after_of(item))),
+                             ("tito-nodeid", item.nodeid)]
     yield
     failed = item.session.stash.get(FAILED, None)
     if failed is not None and item.config.getoption("tito_stop_early") and \

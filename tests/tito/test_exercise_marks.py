@@ -1,11 +1,12 @@
 """Every test of a module suite declares the exercise it exercises, `@pytest.mark.exercise("grade_id")`, and that
-grade_id is an exercise of the module's notebook: tito shows each failing test under it (tito/module_checks.py)."""
+grade_id (and every one its `after=` names) is an exercise of the module's notebook: tito shows each failing test
+under it (tito/module_checks.py)."""
 from pathlib import Path
 
 import pytest
 
 from tito.notebooks import grade_id, is_exercise, parse_notebook
-from tito.pytest_plugin import exercise_of
+from tito.pytest_plugin import after_of, exercise_of
 
 REPO = Path(__file__).resolve().parents[2]
 SUITES = sorted(p.name for p in (REPO / "tests").glob("0[0-9]_*") if p.is_dir())
@@ -33,7 +34,7 @@ def test_every_test_declares_an_exercise_of_its_module(suite):
                         "-p", "tito.pytest_plugin", "-p", "no:xdist"], plugins=[collected])
     assert code == 0, f"pytest could not collect tests/{suite} (exit code {code})"
     known = exercises(suite)
-    wrong = [f"{item.nodeid} ({exercise_of(item) or 'none'})" for item in collected.items
-             if exercise_of(item) not in known]
+    wrong = [f"{item.nodeid} ({exercise_of(item) or 'none'}, after {after_of(item)})" for item in collected.items
+             if exercise_of(item) not in known or not set(after_of(item)) <= known]
     assert collected.items and not wrong, (f"{len(wrong)} tests of tests/{suite} declare no exercise of "
                                            f"{suite}.ipynb ({', '.join(sorted(known))}): " + "; ".join(wrong[:10]))

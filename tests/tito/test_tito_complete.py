@@ -55,7 +55,7 @@ def test_a_wrong_formula_fails_by_name(course):
     verdicts = judged(completed.stdout)
     arithmetic = line_with(verdicts, "(grade_id `arithmetic`)")
     assert "Exercise 2: elementwise arithmetic" in arithmetic and "failed" in arithmetic, verdicts
-    assert "check 'a * b': expected float32 (2, 2) [10., 40., 30., 80.], received float32 (2, 2) [11., 22.," \
+    assert "check 'a * b': expected float32 (2, 2) [[10., 40.], [30., 80.]], received float32 (2, 2) [[11., 22.]," \
         in arithmetic, "the judge names the check and the values it compared"
     assert "passed" in line_with(verdicts, "(grade_id `as-array`)")
     assert "module 01 is not complete yet" in completed.stdout

@@ -116,8 +116,8 @@ def test_a_broadcasting_bug_is_named_by_exercise_with_the_values_compared(course
     graded = [r for r in rows_with(graded_part, f"{ARITHMETIC} (grade_id `arithmetic`)") if "fix first" not in r]
     assert len(graded) == 1 and "failed" in graded[0], graded_part
     assert rows_with(graded_part, "fix first") == [f"fix first: {ARITHMETIC} (grade_id `arithmetic`)"], graded_part
-    assert "check 'a + b': expected float32 (2, 2) [11., 22., 13., 24.], received float32 (2, 2) [11., 12., 23., 24.]" \
-        in graded[0], graded[0]
+    assert "check 'a + b': expected float32 (2, 2) [[11., 22.], [13., 24.]], received float32 (2, 2) [[11., 12.], " \
+        "[23., 24.]]" in graded[0], graded[0]
 
     # how to see it all
     hint = rows_with(output, "to see each failure in full")
@@ -168,8 +168,8 @@ def test_verbose_lists_every_failing_test_with_its_traceback(course):
     assert len(rows) == failed, verbose.stdout
     assert "tinytorch/core/tensor.py:" in verbose.stdout, "pytest's traceback, down to the student's code"
     assert "Cell In[" in verbose.stdout, "the kernel's traceback of the notebook cell that failed"
-    assert "check 'a + b': expected float32 (2, 2) [11., 22., 13., 24.], received float32 (2, 2) [11., 12., 23., " \
-        "24.]" in verbose.stdout, "the judge's verdict in full, on one line (the table's column wraps it)"
+    assert "check 'a + b': expected float32 (2, 2) [[11., 22.], [13., 24.]], received float32 (2, 2) [[11., 12.], " \
+        "[23., 24.]]" in verbose.stdout, "the judge's verdict in full, on one line (the table's column wraps it)"
     assert "to see each failure in full" not in verbose.stdout
     assert len(verbose.stdout.splitlines()) > len(short.stdout.splitlines())
 

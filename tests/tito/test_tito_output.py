@@ -10,8 +10,8 @@ from tito.commands import module
 from tito.module_checks import Checks, Outcome
 from tito_helpers import run_tito
 
-LONG = ("check 'a * b': expected float32 (2, 2) [10., 40., 30., 80.], received float32 (2, 2) [11., 22., 33., 44.]; "
-        "check 'a - b': expected float32 (2, 2) [-9., -18., -27., -36.], received float32 (2, 2) [11., 22., 33., 44.]")
+LONG = ("check 'a * b': expected float32 (2, 2) [[10., 40.], [30., 80.]], received float32 (2, 2) [[11., 22.], [33., 44.]]; "
+        "check 'a - b': expected float32 (2, 2) [[-9., -18.], [-27., -36.]], received float32 (2, 2) [[11., 22.], [33., 44.]]")
 CHECKS = Checks([
     Outcome("Exercise 1: the constructor (grade_id `as-array`)", "passed"),
     Outcome("Exercise 2: elementwise arithmetic (grade_id `arithmetic`)", "failed", LONG),
@@ -40,7 +40,7 @@ def test_every_name_and_value_is_shown_whole(monkeypatch, width):
     assert all(len(line) <= width for line in lines), text
     flat = " ".join(line.strip(" │┃") for line in lines)
     flat = " ".join(flat.split())
-    for whole in ("Exercise 2: elementwise arithmetic (grade_id `arithmetic`)", "[11., 22., 33., 44.]",
+    for whole in ("Exercise 2: elementwise arithmetic (grade_id `arithmetic`)", "[[11., 22.], [33., 44.]]",
                   "probe: a skipped test is reported with its reason"):
         assert whole in flat, f"{whole!r} is cut or missing at {width} columns:\n{text}"
     if width == 80:

@@ -165,9 +165,14 @@ def show(value) -> str:
             return f"{arr.dtype} {arr.item()!r}" + (" (a 0-d array)" if kind == "$array" else "")
         if value.get("data") is None:
             return f"{arr.dtype} array of shape {tuple(value['shape'])}"
-        body = np.array2string(arr.ravel()[:SHOWN_ELEMENTS], precision=5, separator=", ", threshold=SHOWN_ELEMENTS)
-        more = f" (first {SHOWN_ELEMENTS} of {arr.size})" if arr.size > SHOWN_ELEMENTS else ""
-        return f"{arr.dtype} {tuple(arr.shape)} {body}{more}" if arr.ndim != 1 or more else f"{arr.dtype} {body}"
+        if arr.ndim == 1:  # the first numbers, or all of them
+            body = np.array2string(arr[:SHOWN_ELEMENTS], precision=5, separator=", ", threshold=SHOWN_ELEMENTS)
+            more = f" (first {SHOWN_ELEMENTS} of {arr.size})" if arr.size > SHOWN_ELEMENTS else ""
+            return f"{arr.dtype} {tuple(arr.shape)} {body}{more}" if more else f"{arr.dtype} {body}"
+        # nested as the array is (a mask's rows stay rows), the middle of each axis elided past SHOWN_ELEMENTS
+        body = np.array2string(arr, precision=5, separator=", ", threshold=SHOWN_ELEMENTS, edgeitems=2)
+        body = re.sub(r"\[ +", "[", " ".join(body.split()))  # numpy's line breaks and its padding after "["
+        return f"{arr.dtype} {tuple(arr.shape)} {body}"
     if kind == "$dtype":
         return f"dtype {value['$dtype']}"
     try:

@@ -419,8 +419,8 @@ def replay(tape: dict, namespace, strict: bool = False) -> list:
     env = {NAMESPACE: namespace, NUMPY: np}
     results: list = [None] * tape["checks"]
     raised: list = []
-    _run(tape["steps"], env, results, raised=raised)
     used = _references(tape["steps"])
+    _run(tape["steps"], env, results, raised=raised, used=used)
     unchecked = [text for ref, text in raised if ref is None or ref not in used]
     return results + [{UNCHECKED: unchecked}] if strict and unchecked else results
 
@@ -439,13 +439,18 @@ def _references(obj, found: set = None) -> set:
     return found
 
 
-def _run(steps: list, env: dict, results: list, raised: list = None):
+def _run(steps: list, env: dict, results: list, raised: list = None, used=frozenset()):
+    """Run the steps; a check's result is the first error since the previous check of a step whose result nothing
+    uses (`loss.backward()`, an assignment), if one raised: what it breaks later (a `.grad` still None) is not the
+    cause. An error in a step whose result is used reaches its checks through that result."""
+    first = None
     for step in steps:
         kind = step[0]
         try:
             if kind == "check":
                 _, index, value = step
-                results[index] = _checked(value, env)
+                results[index] = _checked(value, env) if first is None else first
+                first = None
                 continue
             operands = _operands(step, env)
             if kind == "get":
@@ -466,13 +471,17 @@ def _run(steps: list, env: dict, results: list, raised: list = None):
                 raise ProbeError(f"unknown step {kind!r}")
             env[step[1]] = out
         except _UsesFailed as e:
-            if kind in ("get", "item", "call", "op"):
-                env[step[1]] = e.failed
-            _note_raised(raised, step, e.failed.record)
+            failed = e.failed
         except Exception as error:  # noqa: BLE001 - the student's code may raise anything; it is the answer
-            if kind in ("get", "item", "call", "op"):
-                env[step[1]] = _Failed(raised_data(error), step[-1] if isinstance(step[-1], str) else kind)
-            _note_raised(raised, step, raised_data(error))
+            failed = _Failed(raised_data(error), step[-1] if isinstance(step[-1], str) else kind)
+        else:
+            continue
+        makes = kind in ("get", "item", "call", "op")
+        if makes:
+            env[step[1]] = failed
+        if first is None and not (makes and step[1] in used):  # nothing refers to it: no check would see it
+            first = {**failed.record, "step": failed.text[:200]}
+        _note_raised(raised, step, failed.record)
 
 
 def _note_raised(raised: Optional[list], step: list, record: dict):
