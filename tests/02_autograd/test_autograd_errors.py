@@ -25,7 +25,7 @@ def test_backward_on_a_non_scalar_needs_a_gradient(shape):
     assert str(shape) in message and "gradient" in message
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 @pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
 def test_backward_on_a_single_element_implies_a_gradient_of_one(shape):
     x = leaf(np.full(shape, 2.0))

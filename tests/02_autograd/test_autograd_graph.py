@@ -16,7 +16,7 @@ def leaf(data, dtype=np.float64):
 
 # --- shared nodes, diamonds, skip connections --------------------------------------------------------------------
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_node_used_twice_gets_both_contributions():
     a = leaf([3.0, -1.5, 0.25])
     b = a + a
@@ -26,7 +26,7 @@ def test_node_used_twice_gets_both_contributions():
     np.testing.assert_array_equal(a.grad.data, 8 * a.data)
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_scalar_node_used_twice():
     a = leaf(3.0)
     c = (a + a) * (a + a)
@@ -34,7 +34,7 @@ def test_scalar_node_used_twice():
     assert c.item() == 36.0 and a.grad.item() == 24.0
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_diamond_graph(rule_calls):
     a = leaf([0.5, -1.0, 2.0])
     left, right = a * 2.0, a.exp()              # two paths from a to d
@@ -45,13 +45,13 @@ def test_diamond_graph(rule_calls):
     assert rule_calls == Counter({"mul": 2, "exp": 1})
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_diamond_through_a_shared_interior_node(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(rng.normal(size=(3, 3)))
     assert gradcheck(lambda x, w: (lambda h: h.tanh() * h.exp() - h)(x @ w), [x, w])
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_interior_node_first_then_its_input():
     "f(x) + x: the input after the subgraph that uses it. This order works."
     x = leaf([0.5, -1.0, 2.0])
@@ -59,7 +59,7 @@ def test_interior_node_first_then_its_input():
     np.testing.assert_allclose(x.grad.data, np.exp(x.data) + 1, rtol=1e-14)
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_skip_connection_input_first():
     "x + f(x): the input before the subgraph that uses it (every residual block, every `x - x.mean()`)."
     x = leaf([0.5, -1.0, 2.0])
@@ -67,7 +67,7 @@ def test_skip_connection_input_first():
     np.testing.assert_allclose(x.grad.data, 1 + np.exp(x.data), rtol=1e-14)
 
 
-@pytest.mark.exercise("reduction-gradients")
+@pytest.mark.exercise("backward")
 def test_centering_uses_the_mean_gradient(rng):
     "x - x.mean(): its gradient is upstream minus its mean (so it sums to zero), not the upstream itself."
     x, upstream = leaf(rng.normal(size=5)), rng.normal(size=5)
@@ -86,7 +86,7 @@ def residual_chain(x, w):
     return x
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_residual_chain_runs_each_rule_once_per_node(rule_calls, recorded_nodes, rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(0.3 * rng.normal(size=(3, 3)))
     out = residual_chain(x, w)
@@ -95,13 +95,13 @@ def test_residual_chain_runs_each_rule_once_per_node(rule_calls, recorded_nodes,
     assert rule_calls == Counter(recorded_nodes)   # 12 of each, not one per path (2**12 = 4096 for the last add)
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_residual_chain_gradient(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(0.3 * rng.normal(size=(3, 3)))
     assert gradcheck(residual_chain, [x, w])
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("backward")
 def test_elementwise_residual_chain_matches_the_chain_rule(rng):
     x0, upstream = rng.normal(size=4), rng.normal(size=4)
     x = leaf(x0)
@@ -128,7 +128,7 @@ def test_rules_run_only_where_a_gradient_is_needed(rule_calls):
 
 # --- a 10,000-op chain: no recursion, linear work ---------------------------------------------------------------------
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_ten_thousand_op_chain(rule_calls):
     x = leaf(1.0)
     out = x
@@ -142,7 +142,7 @@ def test_ten_thousand_op_chain(rule_calls):
 
 # --- accumulation into leaves ------------------------------------------------------------------------------------
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_two_backward_calls_accumulate_into_leaves():
     x = leaf([1.0, -2.0, 3.0])
     (x * 2.0).backward(np.ones(3))
@@ -150,7 +150,7 @@ def test_two_backward_calls_accumulate_into_leaves():
     np.testing.assert_array_equal(x.grad.data, 2.0 + 2 * x.data)
 
 
-@pytest.mark.exercise("reduction-gradients")
+@pytest.mark.exercise("backward")
 def test_second_backward_on_the_same_graph_adds_the_same_gradient_again(rng):
     x, w = leaf(rng.normal(size=(2, 3))), leaf(rng.normal(size=(3,)))
     loss = ((x * w).tanh() @ w).sum()
@@ -161,7 +161,7 @@ def test_second_backward_on_the_same_graph_adds_the_same_gradient_again(rng):
     np.testing.assert_allclose(w.grad.data, 2 * first_w, rtol=1e-15)
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_clearing_grad_starts_afresh():
     x = leaf([1.0, 2.0])
     (x * 3.0).backward(np.ones(2))
@@ -170,7 +170,7 @@ def test_clearing_grad_starts_afresh():
     np.testing.assert_array_equal(x.grad.data, [5.0, 5.0])
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_grad_is_not_an_alias_of_the_gradient_argument():
     x = leaf([1.0, 2.0])
     upstream = np.array([0.5, -1.0])
@@ -180,7 +180,7 @@ def test_grad_is_not_an_alias_of_the_gradient_argument():
     np.testing.assert_array_equal(x.grad.data, [1.0, -2.0])
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_backward_accepts_a_tensor_gradient():
     x = leaf([1.0, 2.0])
     (x * 3.0).backward(Tensor(np.array([1.0, -1.0])))
@@ -264,7 +264,7 @@ BROADCAST_PAIRS = [((3, 1), (1, 4)), ((4,), (2, 3, 4)), ((), (2, 3)), ((2, 3), (
                    ((2, 1, 4), (3, 1)), ((1,), ())]
 
 
-@pytest.mark.exercise("elementwise-gradients")
+@pytest.mark.exercise("unbroadcast")
 @pytest.mark.parametrize("shape_a, shape_b", BROADCAST_PAIRS)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow"])
 def test_grad_shape_equals_data_shape_after_broadcasting(op, shape_a, shape_b, rng):
@@ -301,7 +301,7 @@ def test_grad_dtype_equals_leaf_dtype(dtype, rng):
     assert x.grad.dtype == dtype and w.grad.dtype == dtype
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_float32_leaf_keeps_float32_grad_when_mixed_with_float64(rng):
     x32 = leaf(rng.normal(size=3), np.float32)
     y64 = leaf(rng.normal(size=3), np.float64)
@@ -310,7 +310,7 @@ def test_float32_leaf_keeps_float32_grad_when_mixed_with_float64(rng):
     assert x32.grad.dtype == np.float32 and y64.grad.dtype == np.float64
 
 
-@pytest.mark.exercise("arithmetic-gradients")
+@pytest.mark.exercise("backward")
 def test_float32_root_with_a_float64_gradient_argument_keeps_float32(rng):
     x = leaf(rng.normal(size=3), np.float32)
     (x * 2.0).backward(rng.normal(size=3))      # float64 upstream

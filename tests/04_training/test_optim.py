@@ -285,7 +285,7 @@ def test_lr_at_rises_then_falls():
     assert min(values) == 0.05 and max(values) == pytest.approx(1.0)
 
 
-@pytest.mark.exercise("adamw")
+@pytest.mark.exercise("lr-schedule")
 def test_cosine_warmup_drives_the_optimizer_lr():
     opt = AdamW([param([1.0])], lr=3e-3)
     sched = CosineWarmup(opt, warmup_steps=4, total_steps=12, min_lr=3e-4)

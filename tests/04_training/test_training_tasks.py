@@ -28,6 +28,7 @@ def accuracy(model, x, y):
         return float((model(Tensor(x)).data.argmax(axis=-1) == y).mean())
 
 
+@pytest.mark.exercise("lr-schedule")
 def test_spirals_reach_95_percent():
     x, y = make_spirals(300, seed=0)
     x_test, y_test = make_spirals(300, seed=1)
@@ -50,6 +51,7 @@ def test_spirals_reach_95_percent():
     assert all(p.dtype == np.float32 for p in model.parameters())
 
 
+@pytest.mark.exercise("clip-grad-norm")
 def test_a_sequence_model_learns_a_deterministic_next_token_rule():
     "Tokens follow t -> (3t + 1) mod 7: a per-position model trained on (B, T, C) logits must learn it exactly."
     rng = np.random.default_rng(0)

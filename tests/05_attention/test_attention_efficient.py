@@ -128,7 +128,7 @@ def shared_qk_reference(qk, values, causal=False):
     return scaled_dot_product_attention(qk, keys, values, mask)[0].data
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("lsh-buckets")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("n_hashes", [1, 3])
 @pytest.mark.parametrize("chunk_size", [16, 8])
@@ -139,7 +139,7 @@ def test_lsh_is_exact_when_the_chunks_cover_everything(rng, causal, n_hashes, ch
     np.testing.assert_allclose(out.data, shared_qk_reference(qk, values, causal), atol=1e-10)
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("lsh-buckets")
 @pytest.mark.parametrize("causal", [False, True])
 def test_lsh_error_shrinks_with_more_rounds(causal):
     qk, values = clustered(2, 512, 32, n_clusters=16, seed=0)

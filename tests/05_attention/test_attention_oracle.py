@@ -33,7 +33,7 @@ MASKS = {
 }
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("masks", after=("attention-backward",))
 @pytest.mark.parametrize("name", MASKS)
 def test_sdpa_matches_torch(rng, name):
     mask = MASKS[name]()
@@ -50,7 +50,7 @@ def test_sdpa_matches_torch(rng, name):
         assert_close(a.grad.data, b.grad)
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("masks", after=("attention-backward",))
 @pytest.mark.parametrize("n, m", [(3, 5), (5, 3), (4, 4)])
 def test_causal_mask_matches_torch_is_causal_top_left(rng, n, m):
     (Q, K, V), (tq, tk, tv) = leaves(rng, (2, n, 4), (2, m, 4), (2, m, 3))

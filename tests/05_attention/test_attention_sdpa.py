@@ -102,7 +102,7 @@ def test_gradcheck_against_q_k_v(leaf, name, which):
     assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask)[pick], [Q, K, V])
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("masks", after=("attention-backward",))
 def test_gradcheck_with_broadcast_batch_axes(leaf):
     Q, K, V = leaf(2, 3, 4, 3), leaf(1, 3, 5, 3), leaf(2, 1, 5, 2)       # K shared over batch, V over heads
     assert gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, create_causal_mask(4, 5))[0], [Q, K, V])
@@ -118,7 +118,7 @@ def test_gradcheck_output_and_weights_in_one_loss(leaf):
     assert gradcheck(both, [Q, K, V])
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("masks", after=("attention-backward",))
 def test_gradcheck_self_attention_one_tensor(leaf):
     X = leaf(2, 4, 3)
     assert gradcheck(lambda x: scaled_dot_product_attention(x, x, x, create_causal_mask(4))[0], [X])
@@ -149,7 +149,7 @@ def test_large_scores_do_not_overflow(rng):
         assert np.all(np.isfinite(out.data)) and np.allclose(weights.data.sum(-1), 1, atol=1e-5)
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("masks", after=("attention-backward",))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dtype_is_kept_forward_and_backward(rng, dtype):
     Q, K, V = (Tensor(rng.normal(size=(2, 3, 4)).astype(dtype), requires_grad=True) for _ in range(3))
@@ -176,7 +176,7 @@ def test_mask_may_be_01_numbers_or_a_tensor(rng):
         np.testing.assert_array_equal(scaled_dot_product_attention(Q, K, V, variant)[0].data, expected)
 
 
-@pytest.mark.exercise("masks")
+@pytest.mark.exercise("masks", after=("attention-backward",))
 @pytest.mark.parametrize("blocked", [-np.inf, -1e9])
 def test_an_additive_float_mask_is_added_to_the_scores(rng, reference, blocked):
     Q, K, V = (Tensor(rng.normal(size=(2, 4, 3)), requires_grad=True) for _ in range(3))

@@ -19,6 +19,7 @@ def reversal_batch(rng, batch):
     return np.concatenate([digits, np.full((batch, 1), SEP), digits[:, ::-1]], axis=1)
 
 
+@pytest.mark.exercise("generate")
 def test_gpt_learns_to_reverse_sequences():
     manual_seed(0)
     model = GPT(vocab_size=DIGITS + 1, embed_dim=32, num_layers=2, num_heads=4, max_seq_len=2 * N, seed=0)
