@@ -118,10 +118,22 @@ class Verdicts(Checks):
         return fix_first(gid, graph, self.failing()) or ""
 
     def order(self) -> list[str]:
-        "The exercises, those to fix first in front (failing and building on no failing one), in exercise order."
+        """The exercises, those to fix first in front (failing and building on no failing one), then the others,
+        each after those it builds on, else in exercise order: the order in which the tests run."""
         failing = self.failing()
         first = [g for g in failing if not self.fix_first(g)]
-        return first + [o.gid for o in self.outcomes if o.gid not in first]
+        placed, rest = set(first), []
+
+        def place(gid):
+            if gid not in placed:
+                placed.add(gid)
+                for below in self.builds_on.get(gid, ()):
+                    place(below)
+                rest.append(gid)
+
+        for o in self.outcomes:
+            place(o.gid)
+        return first + rest
 
     @property
     def first(self) -> str:

@@ -23,6 +23,9 @@ def test_verdicts_are_listed_in_exercise_order():
     listed = [o.gid for o in in_exercise_order(outcomes, REPO / "modules/04_training/04_training.ipynb")]
     assert listed == ["cross-entropy", "mse-loss", "binary-cross-entropy", "sgd", "adam", "adamw", "clip-grad-norm",
                       "lr-schedule"]
+    verdicts = Verdicts(in_exercise_order(outcomes, REPO / "modules/04_training/04_training.ipynb"),
+                        builds_on={"adamw": ["cross-entropy", "adam", "clip-grad-norm", "lr-schedule"]})
+    assert verdicts.order() == graded_order, "the tests of an exercise run after those of the ones it builds on"
 
 
 class Grad:
