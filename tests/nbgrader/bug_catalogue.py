@@ -574,3 +574,15 @@ BUGS["08"] += [  # so that every exercise has at least three (the blame table, t
     Bug("is-enabled-any", "is_enabled() is true when any fast kernel is on", "switch",
         "    return all(KERNELS.get(op) is fast", "    return any(KERNELS.get(op) is fast"),
 ]
+
+BUGS["02"] += [  # mistakes that were blamed on the wrong exercise, or shown by what they broke later
+    Bug("topological-order-per-path", "topological_order places a tensor once per path to it (it does not skip one "
+        "already placed): gradients stay right, each rule runs more than once", "backward",
+        """        if id(tensor) in visited:  # reached again through another path: already placed
+            continue
+""", ""),
+    Bug("vector-at-vector-a-stays-1d", "the vector cases are made 2-D with if/elif: in vector @ vector, a stays 1-D "
+        "(the backward raises)", "matmul-gradient",
+        "    if A.ndim == 1:\n        A, grad = A[None, :], grad[..., None, :]",
+        "    elif A.ndim == 1:\n        A, grad = A[None, :], grad[..., None, :]"),
+]
