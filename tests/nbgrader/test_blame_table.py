@@ -4,8 +4,9 @@ it, is named by `tito module complete` on the exercise that holds it.
 One student workspace is made with `tito student init` (per test process) and filled with the course's solutions;
 each entry copies it, writes the module's notebook with every exercise solved and the one bug in, exports it, and
 runs what `tito module complete` runs: the judge's verdicts (`run_judged_checks`) and the module's tests
-(`run_test_suite`, here stopping after the first exercise with a failing test, in the verdicts' order). The exercise
-named first must be the bug's, and the first failing test, if any, must be under it or say "fix <it> first".
+(`run_test_suite`, here in the verdicts' order of exercises and stopping at the first failing test: `-x`, through
+PYTEST_ADDOPTS; the tests after it cannot change which one is first). The exercise named first must be the bug's,
+and the first failing test, if any, must be under it or say "fix <it> first".
 
 Cost: each entry is an export, an answer process and a pytest process. The workspace is made once for all test
 processes (a file lock), with the judged checks of every module run once (so numba's cache of module 08's loops is
@@ -83,8 +84,9 @@ def named_first(course, ws: Workspace, number: str, bug, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("number, bug", ENTRIES)
-def test_tito_names_the_exercise_that_holds_the_bug(solved, number, bug, tmp_path):
+def test_tito_names_the_exercise_that_holds_the_bug(solved, number, bug, tmp_path, monkeypatch):
     course, ws = solved
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-x")
     verdicts, tests = named_first(course, ws, number, bug, tmp_path)
     titles = verdicts.titles
     assert bug.grade_id in titles, f"{bug.grade_id} has no graded check of its own"

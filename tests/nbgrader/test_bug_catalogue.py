@@ -8,9 +8,11 @@ Each bug is handed in as a student would (the release with every exercise filled
 forger appended, and must lose points in a graded cell: some hidden check, on inputs of its own, catches it. The same
 bug handed in without the forger then loses points too (the hidden checks run the same code either way), so it is not
 graded a second time; the blame table (`test_blame_table.py`) shows that the visible checks name it.
-All submissions of a module are graded in one `autograde` call, one after another: each costs an export and an
-answer process that replays the module's probes. A module whose graded cells are not probes yet (they are being
-converted) is skipped with that reason.
+The solution, the release and the forger go through nbgrader's autograde, each in the sandbox. The bugs are the
+course's own code, not a student's (the sandbox meets hostile code in `tests/grading/`): one trusted answer process
+answers them all, one after another (`tito.grading.trusted`), and the judge decides each one as autograde would,
+from the same course answers. A module whose graded cells are not probes yet (they are being converted) is skipped
+with that reason.
 """
 import base64
 import hashlib
@@ -23,16 +25,20 @@ import pytest
 
 from bug_catalogue import BUGS
 from grading_helpers import REPO, copy_course, repo_modules, require_probes, submission
+from tito.grading import judge
 from tito.grading.autograde import autograde
 from tito.grading.collect import collect
 from tito.grading.generate import generate
 from tito.grading.judge import DESCRIBED, _bare, expected_file, read_probes
+from tito.grading.sandbox import Limits, grading_library
+from tito.grading.trusted import answer_trusted
 
 MODULES = repo_modules()
 MIN_BUGS = 8
 MIN_PER_EXERCISE = 3  # so that the blame table (test_blame_table.py) tries each exercise with several wrong answers
-# Seconds a graded cell's probes may run. The catalogue's bugs give wrong answers, not endless loops: the limit only
-# stops a hung answer early. The slowest graded cell of any solution takes a few seconds on one core.
+# Seconds a graded cell's probes may run (the bugs' one answer process: this for each cell of each bug, in all). The
+# catalogue's bugs give wrong answers, not endless loops: the limit only stops a hung answer early. The slowest graded
+# cell of any solution takes a few seconds on one core.
 CELL_TIMEOUT = 120
 
 
@@ -111,6 +117,27 @@ def with_cell(base, source: str, out):
     nbformat.write(nb, out)
 
 
+# What a catalogued bug must not cause: the judge saw it fail to run, not give wrong answers.
+BROKEN = {"timed out", "died", "limit", "flood", "not exported", "not imported", "no answer"}
+
+
+def bug_verdicts(ws, mod, release, forging: str, tmp_path) -> dict:
+    """slug -> the judge's verdicts on each catalogued bug of `mod`, handed in with the forger: every graded cell,
+    hidden checks included, against the course's own answers, as autograde decides them."""
+    probes = read_probes(ws, mod)
+    expected = judge.course_answers(ws, probes, tmp_path / "course-answers", Limits.of(ws), CELL_TIMEOUT)
+    notebooks = {}
+    (tmp_path / "bugs").mkdir()
+    for bug in BUGS.get(_number(mod.name), []):
+        submission(mod.notebook, release, tmp_path / "bug.ipynb", (bug.grade_id, bug.old, bug.new))
+        notebooks[bug.slug] = tmp_path / "bugs" / f"{bug.slug}.ipynb"
+        with_cell(tmp_path / "bug.ipynb", forging, notebooks[bug.slug])
+    runs = answer_trusted(notebooks, [c.tape for c in probes.cells], probes.modules, probes.package,
+                          tmp_path / "trusted", CELL_TIMEOUT * len(probes.cells) * len(notebooks),
+                          library=grading_library(ws, mod, tmp_path / "lib"))
+    return {slug: judge.judge(probes, expected, run) for slug, run in runs.items()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
@@ -118,20 +145,17 @@ def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
     ws = copy_course(tmp_path / "course")
     mod = ws.module(name)
     [release] = generate(ws, [mod])
-    bugs = BUGS.get(_number(name), [])
     inbox = tmp_path / "inbox"
     submission(mod.notebook, release, inbox / "solution.ipynb")
     (inbox / "release.ipynb").write_bytes(release.read_bytes())
     forging = forger_cell(ws, mod, release)  # traced once: every forged submission gets the same cell
     with_cell(release, forging, inbox / "forger.ipynb")
     with_cell(inbox / "solution.ipynb", forging, inbox / "solution-forged.ipynb")
-    for bug in bugs:
-        submission(mod.notebook, release, tmp_path / "bug.ipynb", (bug.grade_id, bug.old, bug.new))
-        with_cell(tmp_path / "bug.ipynb", forging, inbox / f"{bug.slug}-forged.ipynb")
     collected = collect(ws, inbox, mod)
     assert all(c.status == "new" for c in collected), [(c.student, c.status) for c in collected]
 
-    students = ["solution", "release", "forger", "solution-forged", *(f"{b.slug}-forged" for b in bugs)]
+    judged = bug_verdicts(ws, mod, release, forging, tmp_path)
+    students = ["solution", "release", "forger", "solution-forged"]
     rows = {r.student: r for r in autograde(ws, mod, students, timeout=CELL_TIMEOUT)}
     sol, rel = rows["solution"], rows["release"]
     for full in (sol, rows["solution-forged"]):
@@ -145,12 +169,13 @@ def test_solution_full_release_zero_and_every_bug_loses_points(name, tmp_path):
     assert forgery.scores.keys() == sol.scores.keys() and forgery.total == 0, f"{name}: the forger scored {forgery.scores}"
     assert not (forgery.broken or forgery.died or forgery.error), (forgery.broken, forgery.died, forgery.error)
 
-    free = []
-    for bug in bugs:
-        row = rows[f"{bug.slug}-forged"]
-        assert row.scores.keys() == sol.scores.keys(), (bug.slug, row.error)
-        assert not (row.timed_out or row.changed or row.error or row.broken), \
-            (bug.slug, row.timed_out, row.changed, row.error, row.broken)
-        if row.total >= sol.total:
+    free, broken = [], []
+    for bug in BUGS.get(_number(name), []):
+        verdicts = judged[bug.slug]
+        assert {v.grade_id for v in verdicts} == set(sol.scores), (bug.slug, [v.grade_id for v in verdicts])
+        broken += [f"{bug.slug}: {v.grade_id} {v.reason}" for v in verdicts if judge.verdict_kind(v) in BROKEN
+                   and not v.passed]
+        if sum(v.points for v in verdicts) >= sol.total:
             free.append(f"{bug.slug} ({bug.what}, cell {bug.grade_id}): no hidden check catches it")
+    assert not broken, f"{name}: these bugs did not run as the course's code runs: " + "; ".join(broken)
     assert not free, f"{name}: these bugs keep full marks: " + "; ".join(free)
