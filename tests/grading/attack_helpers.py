@@ -55,3 +55,23 @@ def build(ws, dst: Path, *, complete: bool = True, bug_slug: str = "", append: d
     return dst
 
 
+
+
+def hand_in(inbound: Path, student: str, assignment: str, when: str = "2026-01-05 10:00:00.000000 UTC") -> Path:
+    """An empty submission folder in the exchange's inbound, named as nbgrader's submit names it
+    (`<student>+<assignment>+<timestamp>+<random>`), with nbgrader's timestamp.txt; fill it in the test."""
+    folder = inbound / f"{student}+{assignment}+{when}+{abs(hash((student, when))) % 10 ** 8:08d}"
+    folder.mkdir(parents=True)
+    (folder / "timestamp.txt").write_text(when)
+    return folder
+
+
+def paste_twice(path: Path, grade_id: str) -> Path:
+    "Rewrite the notebook at `path` with the cell `grade_id` pasted again right below itself (metadata and all)."
+    nb = nbformat.read(path, as_version=4)
+    index = [i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id][0]
+    copy = nbformat.from_dict(nb.cells[index])
+    copy.id = copy.id + "-copy"
+    nb.cells.insert(index + 1, copy)
+    nbformat.write(nb, path)
+    return path

@@ -44,20 +44,39 @@ class HideHiddenTests(NbGraderPreprocessor):
         return cell, resources
 
 
+def not_graded_page(path: Path, mod: Module, student: str, reason: str) -> Path:
+    "A feedback page for a submission that could not be graded: why, and what to do."
+    import html
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{mod.name}: not graded</title>"
+                    f"</head>\n<body><h1>{mod.name}: not graded</h1>\n<p>The notebook {html.escape(student)} handed "
+                    f"in could not be graded: {html.escape(reason)}.</p>\n</body></html>\n", encoding="utf-8")
+    return path
+
+
 def feedback(ws: Workspace, mod: Module, students: Optional[list[str]] = None, verbose: bool = False) -> list[Path]:
-    """nbgrader generate_feedback for the autograded submissions of `mod`; returns the HTML files. A student whose page
-    cannot be made does not stop the others: every such student is named in one error at the end."""
+    """nbgrader generate_feedback for the autograded submissions of `mod`; returns the HTML files. A submission that
+    could not be graded for a reason its student can fix (see `report.unfit`) gets a page saying so. A student whose
+    page cannot be made does not stop the others: every such student is named in one error at the end."""
+    from tito.grading.report import unfit
     from tito.grading.setup import _dir, _error_line, _students, nbgrader_api
 
     done = _students(ws, "autograded", mod)
-    students = list(students) if students else done
-    missing = sorted(set(students) - set(done))
-    if not students or missing:
+    handed_in = lambda sid: _dir(ws, "submitted") / sid / mod.name / mod.notebook.name
+    reasons = {sid: why for sid in _students(ws, "submitted", mod) if sid not in done and (why := unfit(handed_in(sid)))}
+    students = list(students) if students else done + sorted(reasons)
+    missing = sorted(set(students) - set(done) - set(reasons))
+    if not (done or reasons) or missing:
         raise TitoError(f"nothing autograded for {mod.name}{' from ' + ', '.join(missing) if missing else ''}: "
                         f"run `tito nbgrader autograde {mod.number}` first")
     out, failed = [], []
     with nbgrader_api(ws, verbose=verbose) as api:
         for sid in students:
+            page = _dir(ws, "feedback") / sid / mod.name / f"{mod.notebook.stem}.html"
+            if sid in reasons:
+                out.append(not_graded_page(page, mod, sid, reasons[sid]))
+                continue
             result = api.generate_feedback(mod.name, sid, force=True)
             if not result["success"]:
                 failed.append(f"{sid} ({_error_line(result)})")

@@ -7,7 +7,7 @@ from typing import Optional
 
 import nbformat
 
-from tito.notebooks import grade_id, is_graded, nbgrader_meta
+from tito.notebooks import grade_id, heading_above, is_graded, nbgrader_meta
 from tito.output import one_line
 from tito.workspace import Module, Workspace
 from tito.grading import judge
@@ -26,6 +26,7 @@ class StudentScore:
     failures: dict = field(default_factory=dict)  # grade_id -> the judge's verdict of a graded cell that lost points
     flood: str = ""  # the answer process wrote more than tito reads
     broken: str = ""  # the notebook could not be exported or imported
+    unfit: str = ""  # why nbgrader cannot grade the notebook handed in, in words the student can act on
 
     @property
     def total(self) -> float:
@@ -36,11 +37,41 @@ class StudentScore:
         return sum(m for _, m in self.scores.values())
 
 
+def _read(notebook: Path):
+    "The notebook at `notebook`; None when there is none or it cannot be read (a row reports it, the class goes on)."
+    if not notebook.is_file():
+        return None
+    try:
+        return nbformat.read(notebook, as_version=4)
+    except Exception:  # noqa: BLE001 - whatever was handed in: one submission never stops the report
+        return None
+
+
+def unfit(submission: Path) -> str:
+    """Why nbgrader cannot grade the notebook `submission`, in words its student can act on ('' when nothing is
+    seen): not a notebook, or a cell with nbgrader's metadata handed in twice (a pasted copy)."""
+    if not submission.is_file():
+        return ""
+    try:
+        nb = nbformat.read(submission, as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # noqa: BLE001 - whatever was handed in
+        return (f"not a readable notebook ({type(exc).__name__}): open it in JupyterLab, save it, and hand it in "
+                "again")
+    where: dict = {}
+    for index, cell in enumerate(nb.cells):
+        if gid := grade_id(cell):
+            where.setdefault(gid, []).append(index)
+    twice = {gid: at for gid, at in where.items() if len(at) > 1}
+    return "; ".join(f"cell `{gid}` is in the notebook {len(at)} times (under "
+                     f"{', '.join(repr(heading_above(nb, i)) for i in at)}): delete the copy, keep the original, "
+                     "and hand it in again" for gid, at in twice.items())
+
+
 def _verdicts(notebook: Path) -> list[tuple[str, str, str]]:
     "(grade_id, error name, message) of every graded cell of an autograded notebook that the judge failed."
-    if not notebook.is_file():
+    if (nb := _read(notebook)) is None:
         return []
-    nb = nbformat.read(notebook, as_version=4)
     return [(grade_id(c) or f"cell {i}", o.get("ename", ""), str(o.get("evalue", ""))) for i, c in enumerate(nb.cells, 1)
             if c.cell_type == "code" and is_graded(c)
             for o in c.get("outputs", []) if o.get("output_type") == "error"]
@@ -71,9 +102,8 @@ def changed_locked_cells(submission: Path, release: Path) -> list[str]:
     by nbgrader's checksums. (Autograding grades with the original cells regardless.)"""
     from nbgrader.utils import is_locked
 
-    if not submission.is_file() or not release.is_file():
+    if (sub := _read(submission)) is None or not release.is_file():
         return []
-    sub = nbformat.read(submission, as_version=4)
     by_id = {grade_id(c): c for c in sub.cells if grade_id(c)}
     changed = []
     for cell in nbformat.read(release, as_version=4).cells:
@@ -136,6 +166,9 @@ def scores(ws: Workspace, mod: Module, students: Optional[list[str]] = None) -> 
             if not row.missing:
                 read_run(row, autograded / sid / mod.name / mod.notebook.name)
                 row.changed = changed_locked_cells(handed_in, release)
+                row.unfit = unfit(handed_in)
+                if row.unfit:  # nbgrader may have recorded zeros before it gave up
+                    row.error = row.error or "not graded"
             out.append(row)
     return out
 
@@ -152,7 +185,7 @@ def why(row: StudentScore) -> list[str]:
     "A few words for each reason a submission lost points beyond wrong answers (the table's `why` column)."
     out = [words for name, words in WHY if getattr(row, name)]
     if row.error and not row.missing:
-        out.append("not autograded" if row.error == "not autograded" else "nbgrader error")
+        out.append("not graded")
     return out
 
 
@@ -175,7 +208,7 @@ def notes(row: StudentScore, details: bool = False) -> list[str]:
     if row.changed:
         out.append(f"edited locked cells {', '.join(row.changed)} (graded with the original cells)")
     if row.error and not row.missing:
-        out.append(row.error)
+        out.append(f"not graded: {row.unfit or row.error}")
     if details:
         out += [f"lost points in {gid}: {error}" for gid, error in row.failures.items()]
     return out
