@@ -114,7 +114,8 @@ def secrets_and_stubs(notebook: Path) -> tuple[list[str], list[str], bool]:
             hidden, rest = source.splitlines(), []  # a whole-cell solution: the release shows only the stub
         secret += hidden
         visible.append("\n".join(rest))
-        shown += rest if meta.get("solution") and cell["cell_type"] == "code" else []
+        shown += [line for line in rest if not line.startswith("#|")] \
+            if meta.get("solution") and cell["cell_type"] == "code" else []  # nbdev's directives are not shown
         figure |= cell["cell_type"] == "code" and "plt." in source
     everywhere_else = "\n".join(visible)
     distinct = sorted({s.strip() for s in secret if len(s.strip()) >= MIN_LINE and s.strip() not in everywhere_else})
