@@ -5,10 +5,15 @@ exercise stubs and no line of any solution region or hidden check (taken from th
 inside the site resolves, and search (over `tito book serve`'s server) finds attention. Run it alone with
 `pytest -m book`. It needs the docs extra and Chromium (`apt-get install chromium`); without them it skips.
 """
+import html
 import html.parser
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import urllib.parse
 from pathlib import Path
@@ -109,7 +114,8 @@ def secrets_and_stubs(notebook: Path) -> tuple[list[str], list[str], bool]:
             hidden, rest = source.splitlines(), []  # a whole-cell solution: the release shows only the stub
         secret += hidden
         visible.append("\n".join(rest))
-        shown += rest if meta.get("solution") and cell["cell_type"] == "code" else []
+        shown += [line for line in rest if not line.startswith("#|")] \
+            if meta.get("solution") and cell["cell_type"] == "code" else []  # nbdev's directives are not shown
         figure |= cell["cell_type"] == "code" and "plt." in source
     everywhere_else = "\n".join(visible)
     distinct = sorted({s.strip() for s in secret if len(s.strip()) >= MIN_LINE and s.strip() not in everywhere_else})
@@ -238,9 +244,6 @@ def test_student_view_keeps_no_solution_or_hidden_line(notebook):
 
 
 def test_serve_without_a_built_book_is_one_clear_error(tmp_path):
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-m", "tito", "book", "serve", "--dir", str(tmp_path), "--port", "0"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "no built book" in done.stderr and "Traceback" not in done.stderr, done.stderr
@@ -251,3 +254,137 @@ def test_the_api_reference_shows_a_package_and_each_of_its_modules_once(site):
     for name in ("tinytorch.perf.enable", "tinytorch.perf.measure.compare", "tinytorch.perf.threads.parallel_map"):
         assert f'id="{name}"' in page, f"the API reference lacks {name}"
     assert 'id="tinytorch.perf.compare"' not in page, "the package's section repeats the names it re-exports"
+
+
+# --- how the pages read (issue: a website that reads like a textbook) -------------------------------------------
+
+CHAPTER_PAGES = [n.relative_to(REPO).with_suffix(".html") for n in NOTEBOOKS]
+WARNING = re.compile(r"\b\w+Warning: ")
+HOURS = re.compile(r"\*\*Time:\*\*\s*(\d+)\s*[–-]\s*(\d+)\s*hours")
+
+
+def machine_traces(text: str) -> list[str]:
+    """What of this build machine a page must not show: its checkout's and Python's paths, temporary files, the
+    theme's placeholder author, a Python warning, an nbdev directive line."""
+    tmp = tempfile.gettempdir()
+    marks = [str(REPO), sys.prefix, os.path.realpath(sys.prefix), f"{tmp}/tito-", f"{tmp}/ipykernel",
+             str(Path.home()) + "/", "Author name not set"]
+    found = [mark for mark in marks if mark in text]
+    found += WARNING.findall(text) + re.findall(r"^#\| \w+(?: [\w.]+)?[ \t]*$", text, flags=re.MULTILINE)
+    return found
+
+
+def test_no_page_shows_the_build_machine(site):
+    "Every page's text (code and outputs included): no path of this machine, warning, placeholder or directive."
+    shown = {}
+    for page in site.rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+        if machine_traces(text):
+            shown[str(page.relative_to(site))] = machine_traces(text)[:3]
+    assert shown == {}, f"pages show the build machine: {shown}"
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES, ids=lambda p: p.stem)
+def test_code_fits_at_1400_px_and_the_page_at_390(site, browser, page):
+    visit = Visit(browser)
+    visit.page.set_viewport_size({"width": 1400, "height": 900})
+    visit.open((site / page).as_uri())
+    wide = visit.page.evaluate("""[...document.querySelectorAll('article pre, article div.cell_output img')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right >
+                     e.closest('article').getBoundingClientRect().right + 1)
+        .map(e => (e.textContent || e.src).slice(0, 60))""")
+    assert wide == [], f"{page.name}: {len(wide)} blocks overflow their column at 1400 px: {wide[:3]}"
+    outputs = visit.page.evaluate("[...document.querySelectorAll('div.cell_output')].map(o => o.textContent)")
+    assert not any("not installed" in o for o in outputs), f"{page.name}: an output says something is not installed"
+    visit.page.set_viewport_size({"width": 390, "height": 800})
+    visit.page.wait_for_timeout(300)
+    width = visit.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"{page.name} is {width} px wide on a 390 px phone"
+    clipped = visit.page.evaluate("""[...document.querySelectorAll('article table')]
+        .filter(t => t.scrollWidth > t.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(t).overflowX))
+        .length""")
+    assert clipped == 0, f"{page.name}: {clipped} tables are clipped at 390 px"
+    visit.check_clean()
+    visit.page.close()
+
+
+def exercise_titles(notebook: Path) -> list[str]:
+    "The headings `### Exercise N: title` of the source notebook that a solution cell follows (before the next)."
+    titles, current = [], None
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        found = re.search(r"^#{2,4} (Exercise [^\n]+)$", source, flags=re.MULTILINE)
+        if cell["cell_type"] == "markdown" and found:
+            current = found.group(1).replace("`", "")
+        elif current and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            titles.append(current)
+            current = None
+    return titles
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_exercise_is_a_box_with_its_fields(site, browser, notebook):
+    visit = Visit(browser)
+    visit.open((site / notebook.relative_to(REPO)).with_suffix(".html").as_uri())
+    boxes = visit.page.evaluate("""[...document.querySelectorAll('div.exercise-box')].map(b => ({
+        title: b.querySelector('.exercise-title')?.textContent || '',
+        write: b.querySelector('.exercise-write')?.textContent || '',
+        exports: b.querySelector('.exercise-exports')?.textContent || '',
+        checks: b.querySelector('.exercise-checks')?.textContent || '',
+        stub: [...b.querySelectorAll('div.cell pre')].map(p => p.textContent).join('\\n'),
+        border: getComputedStyle(b).borderTopWidth}))""")
+    titles = list(dict.fromkeys(exercise_titles(notebook)))
+    assert list(dict.fromkeys(b["title"] for b in boxes)) == titles, f"{notebook.name}: the boxes are not the exercises"
+    graded = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in _graded_cells(notebook)]
+    for box in boxes:
+        assert "raise NotImplementedError" in box["stub"], f"{box['title']}: no stub in its box"
+        assert box["write"] and box["border"] != "0px", f"{box['title']}: no field saying what to write, or no border"
+        assert box["exports"].startswith("tinytorch/") or "not exported" in box["exports"], box["exports"]
+        assert any(g in box["checks"] for g in graded) and "tito module complete" in box["checks"], box["checks"]
+    stubs = visit.page.evaluate("[...document.querySelectorAll('div.cell pre')].filter(p => "
+                                "p.textContent.includes('raise NotImplementedError()') && "
+                                "!p.closest('div.exercise-box')).length")
+    assert stubs == 0, f"{notebook.name}: {stubs} stubs outside an exercise box"
+    unlabelled = visit.page.evaluate("""(() => {
+        const first = document.querySelector('div.exercise-box');
+        return [...document.querySelectorAll('div.cell_output')]
+            .filter(o => first.compareDocumentPosition(o) & Node.DOCUMENT_POSITION_FOLLOWING)
+            .filter(o => !o.previousElementSibling?.classList.contains('solution-label')).length })()""")
+    assert unlabelled == 0, f"{notebook.name}: {unlabelled} outputs of the course's solution are not labelled"
+    visit.check_clean()
+    visit.page.close()
+
+
+def test_the_front_page_starts_a_reader(site, browser):
+    visit = Visit(browser)
+    visit.page.set_viewport_size({"width": 1400, "height": 900})
+    visit.open((site / "index.html").as_uri())
+    rows = visit.page.evaluate("[...document.querySelectorAll('article table tr')].map(r => "
+                               "({link: r.querySelector('a')?.getAttribute('href'), text: r.textContent}))")
+    for notebook, page in zip(NOTEBOOKS, CHAPTER_PAGES):
+        low, high = HOURS.search(notebook.read_text(encoding="utf-8")).groups()
+        row = next((r for r in rows if r["link"] == str(page)), None)
+        assert row is not None and f"{low}–{high} h" in row["text"], f"the front page lacks {page} with its hours"
+    links = visit.page.evaluate("[...document.querySelectorAll('article a')].map(a => a.getAttribute('href'))")
+    assert "docs/STUDENT_README.html" in links and "tito-commands.html" in links, "no student guide or command page"
+    assert book.repository(Workspace.find(REPO)) in links, "no link to the repository"
+    searches = visit.page.evaluate("[...document.querySelectorAll('input[type=search], .search-button-field')]"
+                                   ".filter(e => e.offsetParent !== null).length")
+    assert searches == 1, f"{searches} search boxes on the front page"
+    visit.check_clean()
+    commands = (site / "tito-commands.html").read_text(encoding="utf-8")
+    assert "tito module complete" in commands and "tito book build" in commands, "the command reference is empty"
+    mathjax = sum(f.stat().st_size for f in (site / "_static" / "mathjax").rglob("*") if f.is_file())
+    assert mathjax < 4_000_000, f"the site carries {mathjax / 1e6:.0f} MB of MathJax"
+
+
+def test_a_chapter_whose_packages_are_missing_is_refused_in_one_line(tmp_path):
+    "numba hidden from the build: chapter 08 is refused before anything runs, naming numba and the install."
+    code = ("import sys; sys.modules['numba'] = None; from tito.cli import main; "
+            f"sys.argv = ['tito', 'book', 'build', '--only', '08', '--out', {str(tmp_path)!r}]; main()")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and "numba" in lines[0] and book.COURSE_INSTALL in lines[0], \
+        done.stderr

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -16,12 +16,15 @@ BOOK_DIR = "_book"  # under the workspace root
 
 @app.command("build")
 def build(out: Optional[Path] = typer.Option(None, "--out", help=f"Folder to write the site to, replaced "
-                                                                  f"(default: {BOOK_DIR}/ in the workspace).")):
+                                                                  f"(default: {BOOK_DIR}/ in the workspace)."),
+          only: Optional[List[str]] = typer.Option(None, "--only", help="Build only this chapter (a module number, "
+                                                                         "e.g. 05; repeatable): a quick look while "
+                                                                         "writing.")):
     "Run every chapter once, then write the website: open OUT/index.html, or `tito book serve`."
     from tito import book
 
     ws = Workspace.find()
-    built = book.build(ws, (out or ws.root / BOOK_DIR).resolve(), say=say)
+    built = book.build(ws, (out or ws.root / BOOK_DIR).resolve(), say=say, only=only)
     say(f"built {built.out / 'index.html'} in {built.total:.0f} s", "bold green")
 
 
