@@ -13,12 +13,12 @@ from pathlib import Path
 
 import nbformat
 
-from tito.exporting import EXPORT_DIRECTIVES
 from tito.notebooks import DIRECTIVE, directives
 from tito.workspace import Module, TitoError, Workspace
 from tito.grading.gradebook import collected
 
 DEFAULT_THRESHOLD = 0.3
+EXPORT_DIRECTIVES = {"export", "exports", "exporti"}  # nbdev's, as tito.exporting reads them
 
 
 def exported_code(notebook: Path) -> str:
