@@ -93,12 +93,23 @@ def autograde_cmd(module: str = MODULE, student: Optional[list[str]] = STUDENTS,
                   no_sandbox: bool = typer.Option(False, "--no-sandbox", help=(
                       "Run the submissions without the sandbox: with your rights, files and network (trusted code "
                       "only).")),
+                  shard: Optional[str] = typer.Option(None, "--shard", help=(
+                      "Grade only part K of N of the class (e.g. 1/2), chosen by student id: graders sharing one "
+                      "gradebook (settings.ini \\[nbgrader] db_url) each take one part.")),
                   details: bool = DETAILS, verbose: bool = VERBOSE):
     "Autograde the collected submissions of a module with nbgrader, each in a sandbox, and print the scores."
     from tito.grading.autograde import autograde
 
     ws = instructor_workspace()
     chosen = ws.module(module)
+    if shard:
+        from tito.grading.gradebook import Shard, collected
+
+        part = Shard.parse(shard)
+        student = part.of(student or collected(ws, chosen))
+        if not student:
+            say(f"shard {shard}: no submission of {chosen.name} falls in it")
+            return
     if no_sandbox:
         output.warn("--no-sandbox: the submissions run with your rights; they can read and change your files, use the "
               "network and the whole machine (only the time and memory limits hold)")
@@ -140,4 +151,53 @@ def report_cmd(module: Optional[str] = typer.Argument(None, help="Module number 
                         "then `tito nbgrader autograde NN`")
     for m, rows in tables:
         print_scores(m, rows, details)
+        print_late(ws, m, rows)
         warn_not_graded(rows)
+
+
+def print_late(ws, mod: Module, rows: list):
+    "One line per submission that came after the module's due date (settings.ini [deadlines])."
+    from tito.grading.deadlines import lateness
+
+    for r in rows:
+        if (late := lateness(ws, mod, r.student)).late:
+            say(f"{r.student}: {late.note(r.max_total)}")
+
+
+@app.command("export")
+def export_cmd(modules: Optional[list[str]] = typer.Argument(None, help="Module numbers or names (default: all)."),
+               out: Path = typer.Option(Path("grades.csv"), "--out", "-o", help="The CSV file to write."),
+               exercises: bool = typer.Option(False, "--exercises", "-e", help="Also a column per graded cell."),
+               ):
+    "Write the gradebook as a CSV an LMS imports: a row per student, a column per module (docs/GRADING.md)."
+    from tito.grading.export import export_table, to_csv
+
+    ws = instructor_workspace()
+    chosen = [ws.module(m) for m in modules] if modules else ws.modules()
+    headers, rows = export_table(ws, chosen, exercises)
+    if not rows:
+        raise TitoError("no submissions yet: `tito nbgrader collect PATH --assignment NN`, "
+                        "then `tito nbgrader autograde NN`")
+    out.write_text(to_csv(headers, rows), encoding="utf-8")
+    say(f"wrote {out}: {len(rows)} students, {len(headers)} columns")
+
+
+@app.command("similarity")
+def similarity_cmd(module: str = MODULE,
+                   threshold: float = typer.Option(0.3, "--threshold", "-t", help=(
+                       "List pairs sharing more than this part of either's code (0 to 1).")),
+                   out: Optional[Path] = typer.Option(None, "--out", "-o", help=(
+                       "The HTML page (default: similarity/NN_topic.html).")),
+                   ):
+    "Pairs of submissions whose code is more alike than a threshold, side by side in an HTML page (copydetect)."
+    from tito.grading.similarity import similar_pairs, similarity_page
+
+    ws = instructor_workspace()
+    chosen = ws.module(module)
+    pairs, compared = similar_pairs(ws, chosen, threshold)
+    page = out or ws.root / "similarity" / f"{chosen.name}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(similarity_page(chosen, pairs, compared, threshold), encoding="utf-8")
+    for p in pairs:
+        say(f"{p.a} ~ {p.b}: {p.share_a:.0%} of {p.a}'s code, {p.share_b:.0%} of {p.b}'s ({p.tokens} tokens)")
+    say(f"{len(pairs)} pair(s) of {compared} submissions over {threshold:.0%}; wrote {ws.rel(page)}")

@@ -10,6 +10,8 @@ One file per stage:
 - `judge`: the course's answers against the student's, compared as data: one verdict per graded cell.
 - `autograde`: nbgrader's autograde with the judge in place of running the notebook; `--jobs N`.
 - `report`: scores from the gradebook and why points were lost; `feedback`: the students' pages.
+- `gradebook`: where the gradebook lives (a SQLite file or a shared server) and `--shard`; `deadlines`: due dates,
+  lateness and a late penalty; `export`: the grades as a CSV for an LMS; `similarity`: pairs of similar submissions.
 - `notebook_checks`: the same checks, run in a student's notebook. The `tito nbgrader` commands: `tito.commands.nbgrader`.
 
 The rule they keep: the code that decides a score never runs in a process where the student's code has run, and

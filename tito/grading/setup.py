@@ -12,6 +12,7 @@ from typing import Optional
 
 from tito.workspace import Module, TitoError, Workspace, python_first
 from tito.grading import sandbox
+from tito.grading.gradebook import db_url
 
 GRADEBOOK_LOCK = ".tito/gradebook.lock"
 
@@ -97,7 +98,7 @@ def nbgrader_config(ws: Workspace, grading: Optional[Grading] = None):
     c.CourseDirectory.submitted_directory = get("submitted_dir", "submitted")
     c.CourseDirectory.autograded_directory = get("autograded_dir", "autograded")
     c.CourseDirectory.feedback_directory = get("feedback_dir", "feedback")
-    c.CourseDirectory.db_url = "sqlite:///" + str(ws.root / get("gradebook", "gradebook.db"))
+    c.CourseDirectory.db_url = db_url(ws)  # settings.ini [nbgrader] db_url, else the SQLite gradebook file
     if (root := exchange_root(ws)) is not None:
         c.Exchange.root = str(root)
     from nbgrader.converters import GenerateFeedback
