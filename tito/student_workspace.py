@@ -164,8 +164,8 @@ def this_venv() -> Path:
 
 def serve_from_this_venv(dest: Path) -> Path:
     """Make the virtual environment tito runs in serve the student workspace at `dest` (a self-learner's one
-    environment): the workspace's tito and tinytorch installed into it in place (`pip install -e --no-deps`: no
-    download, the course's packages are there already), and `dest/.venv` a link to it, so the student guide's
+    environment): the workspace's tito and tinytorch installed into it in place (`pip install -e --no-deps`: the
+    course's packages are there already), and `dest/.venv` a link to it, so the student guide's
     `.venv/bin/tito` works in `dest`. The virtual environment's folder."""
     venv = this_venv()
     dest = Path(dest).expanduser().resolve()
