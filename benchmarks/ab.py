@@ -68,7 +68,7 @@ def main(argv=None):
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise SystemExit("ab: compares ratios to PyTorch, which is not installed (pip install -e '.[oracle]')")
+        raise SystemExit("ab: compares ratios to PyTorch, which is not installed (pip install -e '.[course]')")
     with tempfile.TemporaryDirectory(prefix="tinytorch-ab-") as tmp:
         trees, worktrees = {}, []
         for rev in (args.a, args.b):

@@ -118,7 +118,7 @@ def main(argv=None):
     fast = info["fast_missing"] or "modules 07 and 08, tinytorch.perf.enable()" + (
         f", {info['fast_threads']} threads" if info["fast_threads"] else "")
     print(f"paths: plain (modules 01-06); fast ({fast}); "
-          + ("pytorch" if info["torch"] else "pytorch not installed (pip install -e '.[oracle]'): tinytorch alone"))
+          + ("pytorch" if info["torch"] else "pytorch not installed (pip install -e '.[course]'): tinytorch alone"))
     info["compile_seconds"] = None if args.smoke else compile_seconds()
     if info["compile_seconds"]:
         print(f"fast path's compiled loops (numba): {info['compile_seconds']['first']:.1f} s to compile, "

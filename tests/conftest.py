@@ -11,7 +11,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402  (after the thread settings above)
 import pytest  # noqa: E402
 
-# CI runs the suites of modules 07 and 08 a second time as if numba (in the `fast` extra) were not installed: `import numba` then
+# CI runs the suites of modules 07 and 08 a second time as if numba (a dependency of the course) were not installed: `import numba` then
 # raises ImportError, so tinytorch.perf takes the path it takes on a machine without numba.
 if os.environ.get("TINYTORCH_TEST_WITHOUT_NUMBA") == "1":
     import sys

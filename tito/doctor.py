@@ -12,9 +12,12 @@ from pathlib import Path
 from tito.workspace import TitoError, Workspace, tool_env
 
 MIN_PYTHON = (3, 10)
-PACKAGES = ("numpy", "nbdev", "nbgrader", "jupyterlab", "nbclient", "typer", "rich")  # import name = distribution
+# import name = distribution; the last four come with the course's install (`.[course]`): the compiled loops of module
+# 08, its thread limits, the test runner of `tito module complete`, and PyTorch, which the tests compare against.
+PACKAGES = ("numpy", "nbdev", "nbgrader", "jupyterlab", "nbclient", "typer", "rich",
+            "numba", "threadpoolctl", "pytest", "torch")
 TOOLS = {"alembic": "nbgrader runs it to create its gradebook", "jupyter": "the Jupyter command line"}
-REINSTALL = 'pip install -e ".[dev]" in the course folder'
+REINSTALL = """.venv/bin/pip install -e ".[course]" in the course folder"""
 
 
 @dataclass(frozen=True)

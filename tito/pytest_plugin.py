@@ -8,6 +8,9 @@ adds them to the test's JUnit record, properties `tito-exercise` and `tito-after
 
 `--tito-stop-early=a,b,c` runs the tests in that order of exercises (a stable sort: within an exercise, as
 collected) and stops after the first exercise with a failing test.
+
+A test file skipped whole (`pytest.importorskip("torch", reason=...)` at its top) becomes one skipped test with that
+reason: JUnit would record only "collection skipped", and tito could not say what is missing or how to install it.
 """
 import pytest
 
@@ -36,6 +39,29 @@ def pytest_collection_modifyitems(config, items):
     if order:
         rank = {gid: i for i, gid in enumerate(order)}
         items.sort(key=lambda item: rank.get(exercise_of(item), len(rank)))
+
+
+class SkippedFile(pytest.Item):
+    "Stands for a test file that was skipped whole; it skips with the file's reason."
+
+    def __init__(self, *, reason: str, **kwargs):
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self):
+        pytest.skip(self.reason)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    report = (yield).get_result()
+    if isinstance(collector, pytest.Module) and report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        report.outcome, report.longrepr = "passed", None
+        report.result = [SkippedFile.from_parent(collector, name=collector.path.name, reason=reason)]
 
 
 FAILED = pytest.StashKey[str]()  # the exercise of the first failing test

@@ -19,6 +19,8 @@ import datetime as _dt
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -150,6 +152,33 @@ def init_student_workspace(ws: Workspace, dest: Path, *, generate=None, only: Op
     finally:
         shutil.rmtree(build, ignore_errors=True)
     return [ws.released(m) for m in modules]
+
+
+def this_venv() -> Path:
+    "The virtual environment tito runs in; a TitoError when it runs in none."
+    if sys.prefix == sys.base_prefix:
+        raise TitoError(f"--use-this-venv needs tito to run in a virtual environment (.venv/bin/tito); "
+                        f"this Python is {sys.executable}")
+    return Path(sys.prefix)
+
+
+def serve_from_this_venv(dest: Path) -> Path:
+    """Make the virtual environment tito runs in serve the student workspace at `dest` (a self-learner's one
+    environment): the workspace's tito and tinytorch installed into it in place (`pip install -e --no-deps`: the
+    course's packages are there already), and `dest/.venv` a link to it, so the student guide's
+    `.venv/bin/tito` works in `dest`. The virtual environment's folder."""
+    venv = this_venv()
+    dest = Path(dest).expanduser().resolve()
+    link = dest / ".venv"
+    if link.exists() or link.is_symlink():
+        raise TitoError(f"{link} already exists; remove it, or make the workspace's own venv as its README says")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", str(dest)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+        raise TitoError(f"pip could not install {dest} into {venv}: {last}")
+    link.symlink_to(venv, target_is_directory=True)
+    return venv
 
 
 # --- reset ------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ transpose/permute conventions, matmul broadcasting, reductions over several dims
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
 
 from tinytorch.core.tensor import Tensor  # noqa: E402
 

@@ -9,7 +9,7 @@ from tinytorch.core.layers import (GELU, Embedding, LayerNorm, Linear, ReLU, Seq
                                    log_softmax, relu, sigmoid, softmax)
 from tinytorch.core.tensor import Tensor
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[oracle]')")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
 pytestmark = pytest.mark.oracle
 
 

@@ -78,7 +78,7 @@ def test_losses_cast_a_float_target_of_another_dtype_and_refuse_integer_tensors(
 @pytest.mark.parametrize("logits", [False, True])
 @pytest.mark.parametrize("kw", ["none", "weight", "pos_weight", "both"])
 def test_binary_cross_entropy_like_torch(dtype, logits, kw):
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
     F = torch.nn.functional
     if not logits and kw in ("pos_weight", "both"):
         pytest.skip("pos_weight exists only for the logits form (as in PyTorch)")
@@ -111,7 +111,7 @@ def test_binary_cross_entropy_like_torch(dtype, logits, kw):
 @pytest.mark.exercise("binary-cross-entropy")
 @pytest.mark.oracle
 def test_bce_clamps_logs_like_torch():
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
     p, y = np.array([0.0, 1.0, 1.0, 0.0]), np.array([1.0, 0.0, 1.0, 0.0])
     expected = torch.nn.functional.binary_cross_entropy(torch.from_numpy(p), torch.from_numpy(y)).item()
     assert binary_cross_entropy(Tensor(p), y).item() == expected
@@ -120,7 +120,7 @@ def test_bce_clamps_logs_like_torch():
 @pytest.mark.exercise("mse-loss")
 @pytest.mark.oracle
 def test_mixed_dtype_mse_like_torch():
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
     p, t = RNG.normal(size=4).astype(np.float32), RNG.normal(size=4)
     expected = torch.nn.functional.mse_loss(torch.from_numpy(p), torch.from_numpy(t)).item()
     np.testing.assert_allclose(mse_loss(Tensor(p), Tensor(t)).item(), expected, rtol=1e-6)

@@ -3,7 +3,7 @@ logits, including logits of scale 1e4, and of `mse_loss`."""
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
 F = torch.nn.functional
 
 from tinytorch.core.losses import cross_entropy, mse_loss  # noqa: E402

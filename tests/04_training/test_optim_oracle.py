@@ -5,7 +5,7 @@ LinearLR + CosineAnnealingLR."""
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (the `oracle` extra)")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
 
 from tinytorch.core.optim import SGD, Adam, AdamW, CosineWarmup, clip_grad_norm_, lr_at  # noqa: E402
 from tinytorch.core.tensor import Tensor  # noqa: E402

@@ -11,7 +11,7 @@ from tinytorch.core.attention import (MultiHeadAttention, create_causal_mask, cr
                                       memory_efficient_attention, scaled_dot_product_attention)
 from tinytorch.core.tensor import Tensor
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[oracle]')")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
 F = torch.nn.functional
 pytestmark = pytest.mark.oracle
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch (the `oracle` extra) is not installed")
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (.venv/bin/pip install -e '.[course]')")
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 

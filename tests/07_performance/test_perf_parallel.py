@@ -73,7 +73,7 @@ def test_an_error_in_a_piece_reaches_the_caller_and_the_rest_stop(two_threads):
 
 
 def test_blas_is_one_thread_inside_and_restored_after(two_threads):
-    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl (the `fast` extra) is not installed")
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl is not installed (.venv/bin/pip install -e '.[course]')")
     blas = perf_threads._blas()
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         inside = perf_threads.parallel_map(lambda _: max(lib.num_threads for lib in blas.lib_controllers), range(2))

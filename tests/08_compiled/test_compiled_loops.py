@@ -265,7 +265,7 @@ def test_without_numba_the_loops_are_python_functions_and_warm_up_has_nothing_to
 
 
 @pytest.mark.exercise("switch")
-@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (.venv/bin/pip install -e '.[course]')")
 def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_disk():
     loops = [getattr(perf.compiled_kernels, name) for name in (
         "_vexp_loop", "_softmax_rows", "_softmax_rows_backward", "_masked_softmax_rows", "_layer_norm_rows",
@@ -281,7 +281,7 @@ def test_the_loops_are_compiled_without_fastmath_without_the_gil_and_cached_on_d
 
 
 @pytest.mark.exercise("switch")
-@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (.venv/bin/pip install -e '.[course]')")
 def test_after_warm_up_a_training_step_compiles_nothing():
     "In a fresh process (signatures pile up in one): warm_up, then a GPT step of batch 3 on the fast path."
     probe = """
@@ -308,7 +308,7 @@ print({name: sorted(map(str, set(f.signatures) - before[name])) for name, f in l
 
 
 @pytest.mark.exercise("switch")
-@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (.venv/bin/pip install -e '.[course]')")
 def test_warm_up_reports_every_compiled_op_and_a_new_process_loads_them_from_the_disk_cache():
     seconds = perf.warm_up()
     assert set(seconds) == set(perf.COMPILED_KERNELS) | {"exp"}

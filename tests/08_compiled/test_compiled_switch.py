@@ -136,7 +136,7 @@ def test_without_threadpoolctl_one_thread_and_one_warning(monkeypatch, libc):
 
 
 def test_with_threadpoolctl_num_threads_follows_blas():
-    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl (the `fast` extra) is not installed")
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl is not installed (.venv/bin/pip install -e '.[course]')")
     with threadpoolctl.threadpool_limits(1, user_api="blas"):
         assert perf.num_threads() == 1
     with threadpoolctl.threadpool_limits(2, user_api="blas"):

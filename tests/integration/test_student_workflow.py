@@ -1,68 +1,15 @@
-"""The student's side, end to end, on temporary copies: `tito student init` makes a workspace from the nbgrader
-release; installed in its own virtual environment it runs `tito module complete 01`, which fails listing the
-unfinished exercises by grade_id until the solution is in; `tito module reset` keeps a backup.
-
-The workspace's virtual environment takes its third-party packages from this test run's environment (a .pth
-file) instead of downloading them again; tito and tinytorch are installed from the workspace itself, as
-`pip install -e ".[dev]"` does.
+"""The student's side, on temporary copies: `tito module reset` keeps a backup, and the commands a student workspace
+refuses. The journey itself (init, the one environment, `tito module complete` for every module) is
+`test_journey.py`.
 """
 import datetime
-import os
-import shutil
-import subprocess
-import sys
-import sysconfig
-from pathlib import Path
 
 import nbformat
 import pytest
 
+from course_copies import copy_course, run, tito_here
 from tito.workspace import TitoError, Workspace
 from tito.student_workspace import init_student_workspace, reset_module
-
-REPO = Path(__file__).resolve().parents[2]
-COURSE_FILES = ("settings.ini", "pyproject.toml", "README.md", ".gitignore", "modules", "tinytorch", "tito", "tools",
-                "tests", "docs")
-SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")
-
-
-def bare_env(**extra) -> dict:
-    "No virtual environment on PATH and none activated: tools must be called by their full path."
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PATH", "TITO_ROOT", "PYTHONPATH")}
-    return {**env, "PATH": "/usr/bin:/bin", "COLUMNS": "160", **extra}
-
-
-def tito_here() -> list[str]:
-    script = Path(sys.executable).with_name("tito")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "tito"]
-
-
-def run(cmd, cwd, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=bare_env(), capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def copy_course(dest: Path) -> Workspace:
-    dest.mkdir(parents=True)
-    for name in COURSE_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=SKIP)
-        elif src.is_file():
-            shutil.copy2(src, dest / name)
-    return Workspace.find(dest)
-
-
-def make_venv(root: Path) -> Path:
-    "`python -m venv .venv && pip install -e .` for the workspace at `root`; the venv's bin folder."
-    venv = root / ".venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=bare_env())
-    python = venv / "bin" / "python"
-    purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root).stdout.strip()
-    Path(purelib, "_test_run_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", "."], root)
-    assert done.returncode == 0, done.stderr
-    return venv / "bin"
 
 
 @pytest.fixture(scope="module")
@@ -70,61 +17,10 @@ def course(tmp_path_factory) -> Workspace:
     return copy_course(tmp_path_factory.mktemp("course") / "tinytorch-course")
 
 
-@pytest.fixture(scope="module")
-def student(course, tmp_path_factory):
-    "A workspace made with `tito student init` (which generates the release), installed in its own venv."
-    root = tmp_path_factory.mktemp("home") / "my-tinytorch"
-    done = run([*tito_here(), "student", "init", root], course.root)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return Workspace.find(root), make_venv(root)
-
-
-def test_workspace_holds_the_release_and_an_empty_package(course, student):
-    ws, bindir = student
-    assert ws.is_student and not course.is_student
-    files = sorted(p.relative_to(ws.lib_dir).as_posix() for p in ws.lib_dir.rglob("*") if p.is_file())
-    assert files == ["__init__.py", "core/__init__.py"]
-    assert (ws.lib_dir / "__init__.py").read_bytes() == (course.lib_dir / "__init__.py").read_bytes()
-    assert [m.name for m in ws.modules()] == [m.name for m in course.modules()]
-    for mod in course.modules():
-        release = course.released(mod).notebook.read_bytes()
-        assert ws.module(mod.name).notebook.read_bytes() == release
-        assert ws.released(mod).notebook.read_bytes() == release
-        assert "### BEGIN SOLUTION" not in release.decode()
-    assert (ws.root / "tests" / "01_tensor").is_dir() and not (ws.root / "tests" / "nbgrader").exists()
-    for name in ("pyproject.toml", "tito/cli.py", "tools/nbsync.py"):
-        assert (ws.root / name).is_file()
-    # the workspace's README is the student guide, not the course repository's README
-    assert (ws.root / "README.md").read_bytes() == (course.root / "docs" / "STUDENT_README.md").read_bytes()
-    assert "release/" not in (ws.root / ".gitignore").read_text().split()  # reset's pristine copy is kept in git
-    where = run([bindir / "python", "-c", "import tinytorch, tito; print(tinytorch.__file__, tito.__file__)"], "/")
-    assert where.stdout.split() == [str(ws.lib_dir / "__init__.py"), str(ws.root / "tito" / "__init__.py")]
-
-
-def test_complete_lists_unfinished_exercises_then_passes_with_the_solution(course, student):
-    ws, bindir = student
-    source = nbformat.read(course.module("01").notebook, as_version=4)
-    exercises = [c.metadata["nbgrader"]["grade_id"] for c in source.cells
-                 if c.metadata.get("nbgrader", {}).get("solution")]
-    assert exercises
-    first = run([bindir / "tito", "module", "complete", "01"], ws.root)
-    assert first.returncode != 0
-    for gid in exercises:
-        assert f"exercise `{gid}` not done yet" in first.stdout, gid
-    assert "not complete" in first.stdout
-
-    shutil.copy2(course.module("01").notebook, ws.module("01").notebook)
-    second = run([bindir / "tito", "module", "complete", "01"], ws.root)
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr
-    assert "module 01 complete" in second.stdout
-    exported = ws.lib_dir / "core" / "tensor.py"
-    assert exported.is_file() and "NotImplementedError()" not in exported.read_text()
-
-
 @pytest.fixture
 def fresh_student(course, tmp_path) -> Workspace:
-    "Another workspace from the same release (no venv needed for reset)."
-    init_student_workspace(course, tmp_path / "ws")
+    "A workspace of module 01 alone (its release is all nbgrader makes here; no venv needed for reset)."
+    init_student_workspace(course, tmp_path / "ws", only=[course.module("01")])
     return Workspace.find(tmp_path / "ws")
 
 

@@ -15,8 +15,8 @@ LONG = ("check 'a * b': expected float32 (2, 2) [[10., 40.], [30., 80.]], receiv
 CHECKS = Checks([
     Outcome("Exercise 1: the constructor (grade_id `as-array`)", "passed"),
     Outcome("Exercise 2: elementwise arithmetic (grade_id `arithmetic`)", "failed", LONG),
-    Outcome("test_tensor_oracle.py", "skipped", "PyTorch is not installed (the `oracle` extra)"),
-    Outcome("test_losses_oracle.py", "skipped", "PyTorch is not installed (pip install -e '.[oracle]')"),
+    Outcome("test_tensor_oracle.py", "skipped", "PyTorch is not installed (.venv/bin/pip install -e '.[course]')"),
+    Outcome("test_losses_oracle.py", "skipped", "PyTorch is not installed (.venv/bin/pip install -e '.[course]')"),
     Outcome("test_probe", "skipped", "probe: a skipped test is reported with its reason"),
 ])
 
@@ -49,8 +49,8 @@ def test_every_name_and_value_is_shown_whole(monkeypatch, width):
 
 def test_skipped_torch_comparisons_are_one_line(monkeypatch):
     text = shown(monkeypatch, 200)
-    assert "2 comparisons with PyTorch skipped: torch is not installed" in text, text
-    assert "oracle" not in text, f"no row per skipped PyTorch comparison:\n{text}"
+    assert "2 PyTorch comparisons not run (no torch): .venv/bin/pip install -e '.[course]'" in text, text
+    assert "_oracle.py" not in text, f"no row per skipped PyTorch comparison:\n{text}"
 
 
 MARKUP = "modules/[red]x[/red] [bold]/01_tensor.ipynb"  # a folder a student may well name with brackets

@@ -51,8 +51,8 @@ def _say_once_what_is_missing():
         ("threadpoolctl, so the numpy kernels run on one thread", _blas() is None)] if absent]
     if missing and not _switch["told"]:
         _switch["told"] = True
-        warnings.warn(f"tinytorch.perf: not installed: {'; '.join(missing)} (pip install numba threadpoolctl, or the "
-                      "`fast` extra)", stacklevel=3)
+        warnings.warn(f"tinytorch.perf: not installed: {'; '.join(missing)} (pip install -e \".[course]\" "
+                      "installs both)", stacklevel=3)
 
 # %% ../../modules/08_compiled/08_compiled.ipynb #switch
 def enable():

@@ -23,7 +23,7 @@ from .numpy_kernels import _blocked_attention, _flat, _same_float, fast_attentio
 # %% ../../modules/08_compiled/08_compiled.ipynb #compiled
 try:
     import numba
-except ImportError:  # no `fast` extra: compiled() leaves functions to Python, and the table keeps the numpy kernels
+except ImportError:  # a platform without numba: compiled() leaves functions to Python, and the table keeps the numpy kernels
     numba = None
 
 prange = range if numba is None else numba.prange

@@ -140,8 +140,8 @@ def show_checks(title: str, checks: Checks, verbose: bool, list_passed: bool = T
     if rows:
         output.table(["exercise or check", "result", "reason"], rows)  # a group's row gives its first one's
     if no_torch:
-        say(f"{len(no_torch)} comparison{'s' if len(no_torch) != 1 else ''} with PyTorch skipped: "
-            "torch is not installed", "dim")
+        say(f"{len(no_torch)} PyTorch comparison{'s' if len(no_torch) != 1 else ''} not run (no torch): "
+            ".venv/bin/pip install -e '.[course]'", "yellow")
 
 
 def _base_name(test: str) -> str:
