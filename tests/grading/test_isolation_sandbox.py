@@ -1,0 +1,159 @@
+"""What surrounds a submission's answer process: the kernel state it shares, the machine it shares, what tito reads
+back from it. Each attack is a submission of module 01 built from its release (`attack_helpers.build`) and
+compared with the same work without it.
+"""
+import html
+import re
+import textwrap
+
+import pytest
+
+from attack_helpers import build
+from tito.grading.autograde import autograde
+from tito.grading.collect import collect
+from tito.grading.feedback import feedback
+
+pytestmark = pytest.mark.slow
+TIMEOUT = 60  # seconds per graded cell; module 01's take milliseconds
+BIG = 2 ** 40 + 1  # an input value of a hidden check of test-constructor
+TOKEN = "instructor-secret-7f3a9c"  # put in the grading process's session keyring by the test
+
+# The kernel keyring through raw system calls (x86_64 numbers: add_key 248, keyctl 250): store a key in the
+# session, user and user-session keyrings, and find one by its description in any of them.
+KEYS = textwrap.dedent('''
+    import ctypes as _ct
+    _libc = _ct.CDLL(None, use_errno=True)
+    _libc.syscall.restype = _ct.c_long
+    _RINGS = (-3, -4, -5)
+
+    def _key_add(desc, data):
+        for ring in _RINGS:
+            _libc.syscall(_ct.c_long(248), b"user", desc.encode(), data, _ct.c_long(len(data)), _ct.c_long(ring))
+
+    def _key_read(desc):
+        for ring in _RINGS:
+            kid = _libc.syscall(_ct.c_long(250), _ct.c_long(10), _ct.c_long(ring), b"user", desc.encode(),
+                                _ct.c_long(0))
+            if kid >= 0:
+                buf = _ct.create_string_buffer(65536)
+                n = _libc.syscall(_ct.c_long(250), _ct.c_long(11), _ct.c_long(kid), buf, _ct.c_long(65536))
+                if n >= 0:
+                    return buf.raw[:n]
+        return None
+''')
+
+# (a) The graded run stores the hidden inputs it was given; the visible-only run, whose words feedback quotes,
+# raises them from `add`.
+HIDDEN_TO_KEY = KEYS + textwrap.dedent('''
+    import re as _re, sys as _sys
+    _mine = sorted(set(_re.findall(r"(?<![\\d.])\\d{10,}(?![\\d.])", open(_sys.argv[1]).read())))
+    if _mine:
+        _key_add("tito-hidden", " ".join(_mine).encode())
+
+    def _said():
+        return "key: " + ((_key_read("tito-hidden") or b"").decode() or "none")
+''')
+# (b) The instructor's own key, read from the session keyring the grading process hands down.
+INSTRUCTOR_KEY = KEYS + textwrap.dedent('''
+    def _said():
+        return "key: " + ((_key_read("tito-instructor") or b"").decode() or "none")
+''')
+SAY_IN_ADD = ("arithmetic", "    out = a.data + b.data", "    raise ValueError(_said())")
+
+# (c) Submission A stores every answer it writes; submission B, with no code of its own, hands them back.
+STORE_ANSWERS = KEYS + textwrap.dedent('''
+    import os as _os, zlib as _zlib
+    _replace = _os.replace
+
+    def _storing_replace(src, dst, *args, **kwargs):
+        name = _os.path.basename(str(dst))
+        if name.startswith("result-"):
+            _key_add("tito-" + name, _zlib.compress(open(src, "rb").read(), 9))
+        return _replace(src, dst, *args, **kwargs)
+
+    _os.replace = _storing_replace
+''')
+REUSE_ANSWERS = KEYS + textwrap.dedent('''
+    import json as _json, os as _os, sys as _sys, zlib as _zlib
+    _tapes = _json.load(open(_sys.argv[1]))["tapes"]
+    _got = 0
+    for _i in range(len(_tapes)):
+        _data = _key_read("tito-result-%d.json" % _i)
+        if _data:
+            open(_os.path.join(_sys.argv[2], "result-%d.json" % _i), "wb").write(_zlib.decompress(_data))
+            _got += 1
+    if _got:
+        open(_os.path.join(_sys.argv[2], "status.json"), "w").write(_json.dumps({"stage": "done"}))
+        _os._exit(0)
+''')
+
+
+def _keyctl():
+    "libc's syscall(), for the test's own keyring calls."
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc, ctypes
+
+
+def _plant_instructor_key():
+    "A fresh session keyring for this (grading) process, holding the instructor's token."
+    libc, ct = _keyctl()
+    assert libc.syscall(ct.c_long(250), ct.c_long(1), b"tito-test-session") >= 0  # KEYCTL_JOIN_SESSION_KEYRING
+    assert libc.syscall(ct.c_long(248), b"user", b"tito-instructor", TOKEN.encode(), ct.c_long(len(TOKEN)),
+                        ct.c_long(-3)) >= 0
+
+
+def _with_edit(path, gid, old, new):
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    [c] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid]
+    assert old in c.source, (gid, old)
+    c.source = c.source.replace(old, new)
+    nbformat.write(nb, path)
+
+
+def _page_text(path) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(scope="module")
+def keyring_class(course01, tmp_path_factory):
+    "Keyring attacks graded one at a time (one grading process, as `--jobs 1`): (rows, feedback texts)."
+    ws, mod = course01, course01.module("01")
+    inbox = tmp_path_factory.mktemp("keyring-inbox")
+    build(ws, inbox / "kcomplete.ipynb")
+    build(ws, inbox / "kempty.ipynb", complete=False)
+    for sid, code in (("khidden", HIDDEN_TO_KEY), ("kinstructor", INSTRUCTOR_KEY)):
+        _with_edit(build(ws, inbox / f"{sid}.ipynb", prepend={"as-array": code}), *SAY_IN_ADD)
+    build(ws, inbox / "kstore.ipynb", prepend={"as-array": STORE_ANSWERS})
+    build(ws, inbox / "kreuse.ipynb", complete=False, append={"as-array": REUSE_ANSWERS})
+    collect(ws, inbox, mod)
+    _plant_instructor_key()
+    order = ["kcomplete", "kempty", "khidden", "kinstructor", "kstore", "kreuse"]  # kreuse after kstore
+    rows = {r.student: r for r in autograde(ws, mod, order, timeout=TIMEOUT, jobs=1)}
+    pages = {p.parent.parent.name: _page_text(p) for p in feedback(ws, mod, order)}
+    return rows, pages
+
+
+def test_hidden_inputs_do_not_pass_through_the_keyring_to_the_feedback(keyring_class):
+    rows, pages = keyring_class
+    said = pages["khidden"] + " ".join(rows["khidden"].failures.values())
+    assert "key: " in said  # the visible run's words are quoted: the channel would show
+    assert str(BIG) not in said, "a hidden input went from the graded run to the feedback through the keyring"
+    assert rows["khidden"].total < rows["kcomplete"].total
+
+
+def test_the_instructors_session_keyring_is_out_of_reach(keyring_class):
+    rows, pages = keyring_class
+    said = pages["kinstructor"] + " ".join(rows["kinstructor"].failures.values())
+    assert "key: " in said
+    assert TOKEN not in said, "the sandbox read a key from the grading process's session keyring"
+
+
+def test_answers_left_in_the_keyring_do_not_reach_the_next_submission(keyring_class):
+    rows, _ = keyring_class
+    assert rows["kstore"].total == rows["kcomplete"].total > 0  # storing cost it nothing: it did run
+    assert rows["kreuse"].scores == rows["kempty"].scores and rows["kreuse"].total == 0
