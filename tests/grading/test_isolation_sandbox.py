@@ -157,3 +157,72 @@ def test_answers_left_in_the_keyring_do_not_reach_the_next_submission(keyring_cl
     rows, _ = keyring_class
     assert rows["kstore"].total == rows["kcomplete"].total > 0  # storing cost it nothing: it did run
     assert rows["kreuse"].scores == rows["kempty"].scores and rows["kreuse"].total == 0
+
+
+# --- what tito reads back ----------------------------------------------------------------------------------------
+# 8 MiB of `{}` in every answer file: small on disk, a gigabyte of Python objects once parsed.
+BIG_ANSWERS = textwrap.dedent('''
+    import json as _json, os as _os, sys as _sys
+    _tapes = _json.load(open(_sys.argv[1]))["tapes"]
+    _bomb = "[" + ",".join(["{}"] * (8 * 2 ** 20 // 3 - 1)) + "]"
+    for _i in range(len(_tapes)):
+        open(_os.path.join(_sys.argv[2], "result-%d.json" % _i), "w").write(_bomb)
+    open(_os.path.join(_sys.argv[2], "status.json"), "w").write(_json.dumps({"stage": "done"}))
+    _os._exit(0)
+''')
+# 1,200 nested folders in the answer folder, then honest answers.
+NESTED = textwrap.dedent('''
+    import os as _os, sys as _sys
+    _here = _os.getcwd()
+    _os.chdir(_sys.argv[2])
+    for _k in range(1200):
+        _os.mkdir("d")
+        _os.chdir("d")
+    _os.chdir(_here)
+''')
+GRADE_SCRIPT = textwrap.dedent('''
+    import json, sys
+    from pathlib import Path
+    from tito.workspace import Workspace
+    from tito.grading.autograde import autograde
+    ws = Workspace.find(Path(sys.argv[1]))
+    rows = autograde(ws, ws.module("01"), sys.argv[3].split(","), timeout=int(sys.argv[2]), jobs=1)
+    peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print(json.dumps({"rss_mb": peak / 1024, "scores": {r.student: r.scores for r in rows}}))
+''')
+
+
+def _grade_apart(ws, students: list, tmp) -> dict:
+    "Autograde `students` in a process of its own whose temporary folder is `tmp`: its peak memory and the scores."
+    import json
+    import os
+    import subprocess
+    import sys
+
+    tmp.mkdir()
+    done = subprocess.run([sys.executable, "-c", GRADE_SCRIPT, str(ws.root), str(TIMEOUT), ",".join(students)],
+                          capture_output=True, text=True, timeout=1500, env={**os.environ, "TMPDIR": str(tmp)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_huge_answer_files_score_nothing_and_cost_tito_little(course01, tmp_path):
+    ws, mod = course01, course01.module("01")
+    inbox = tmp_path / "inbox"
+    build(ws, inbox / "bempty.ipynb", complete=False)
+    build(ws, inbox / "bigjson.ipynb", complete=False, append={"as-array": BIG_ANSWERS})
+    collect(ws, inbox, mod)
+    out = _grade_apart(ws, ["bempty", "bigjson"], tmp_path / "tmp")
+    assert out["scores"]["bigjson"] == out["scores"]["bempty"]
+    assert out["rss_mb"] < 500, f"tito's process peaked at {out['rss_mb']:.0f} MB"
+
+
+def test_deeply_nested_answer_folders_neither_stop_autograde_nor_stay_behind(course01, tmp_path):
+    ws, mod = course01, course01.module("01")
+    inbox = tmp_path / "inbox"
+    build(ws, inbox / "ncomplete.ipynb")
+    build(ws, inbox / "nested.ipynb", prepend={"as-array": NESTED})
+    collect(ws, inbox, mod)
+    out = _grade_apart(ws, ["ncomplete", "nested"], tmp_path / "tmp")
+    assert out["scores"]["nested"] == out["scores"]["ncomplete"]
+    assert not list((tmp_path / "tmp").iterdir()), "autograde left files in the temporary folder"
