@@ -159,6 +159,20 @@ def test_answers_left_in_the_keyring_do_not_reach_the_next_submission(keyring_cl
     assert rows["kreuse"].scores == rows["kempty"].scores and rows["kreuse"].total == 0
 
 
+# --- time that a neighbour cannot steal ---------------------------------------------------------------------------
+SLOW_IMPORT = "import time as _time\n_time.sleep(20)  # waits, using no CPU time"
+
+
+def test_a_graded_cell_is_timed_by_its_cpu_time_not_by_the_clock(course01, tmp_path):
+    "A correct submission that waits 20 s (no CPU) under a 6 s cell limit: what a loaded machine does to any cell."
+    ws, mod = course01, course01.module("01")
+    build(ws, tmp_path / "inbox" / "waits.ipynb", prepend={"as-array": SLOW_IMPORT})
+    build(ws, tmp_path / "inbox" / "wcomplete.ipynb")
+    collect(ws, tmp_path / "inbox", mod)
+    rows = {r.student: r for r in autograde(ws, mod, ["waits", "wcomplete"], timeout=6, jobs=1)}
+    assert rows["waits"].scores == rows["wcomplete"].scores and not rows["waits"].timed_out, rows["waits"].failures
+
+
 # --- what tito reads back ----------------------------------------------------------------------------------------
 # 8 MiB of `{}` in every answer file: small on disk, a gigabyte of Python objects once parsed.
 BIG_ANSWERS = textwrap.dedent('''
