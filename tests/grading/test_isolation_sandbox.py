@@ -240,3 +240,78 @@ def test_deeply_nested_answer_folders_neither_stop_autograde_nor_stay_behind(cou
     out = _grade_apart(ws, ["ncomplete", "nested"], tmp_path / "tmp")
     assert out["scores"]["nested"] == out["scores"]["ncomplete"]
     assert not list((tmp_path / "tmp").iterdir()), "autograde left files in the temporary folder"
+
+
+# --- other local accounts ----------------------------------------------------------------------------------------
+TRESPASS = textwrap.dedent('''
+    import sys
+    try:
+        open(sys.argv[1]).read()
+        print("read: allowed")
+    except OSError:
+        print("read: denied")
+    try:
+        open(sys.argv[2] + "/result-0.json", "w").write("[]")
+        print("write: allowed")
+    except OSError:
+        print("write: denied")
+''')
+
+
+@pytest.fixture
+def other_account():
+    "An unprivileged local account (made with useradd, removed afterwards): (uid, gid)."
+    import os
+    import pwd
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("making a local account needs root and useradd")
+    name = f"titoother{os.getpid()}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        yield pwd.getpwnam(name).pw_uid, pwd.getpwnam(name).pw_gid
+    finally:
+        subprocess.run(["userdel", name], check=False)
+
+
+def test_another_local_account_reads_no_request_and_writes_no_answer(course01, tmp_path, other_account):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    ws, mod = course01, course01.module("01")
+    build(ws, tmp_path / "inbox" / "slow.ipynb", prepend={"as-array": SLOW_IMPORT})
+    collect(ws, tmp_path / "inbox", mod)
+    shared = Path(tempfile.mkdtemp(prefix="tito-test-shared-tmp-"))  # like /tmp: every account may pass
+    shared.chmod(0o1777)
+    grading = subprocess.Popen([sys.executable, "-c", GRADE_SCRIPT, str(ws.root), str(TIMEOUT), "slow"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(shared)})
+    said = []
+    try:
+        deadline = time.monotonic() + 900
+        while not said and grading.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            for request in [p for p in shared.rglob("request.json")
+                            if "graded" in p.parts and any(x.startswith("tito-answer-") for x in p.parts)]:
+                out = request.parent.parent / "out-0"
+                uid, gid = other_account
+                done = subprocess.run(["/usr/bin/python3", "-c", TRESPASS, str(request), str(out)], user=uid,
+                                      group=gid, extra_groups=[], capture_output=True, text=True, timeout=60)
+                said = done.stdout.split("\n")
+                break
+        out, err = grading.communicate(timeout=900)
+    finally:
+        if grading.poll() is None:
+            grading.kill()
+            grading.wait()
+        shutil.rmtree(shared, ignore_errors=True)
+    assert grading.returncode == 0, err[-3000:]
+    assert said[:2] == ["read: denied", "write: denied"], said
+
