@@ -58,8 +58,9 @@ def listener():
 def sandboxed(code: str, limits: Limits = LIMITS, home: Path = None, watch: bool = True, timeout: int = 90):
     "(exit status, stdout, stderr, the watchdog's reason) of `python -c code` in the sandbox."
     sb = Sandbox(find_bwrap(), limits, hide=(str(REPO),))
-    proc = subprocess.Popen(sb.command([sys.executable, "-c", code], home=home), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    with sb.filter_fd() as fd:
+        proc = subprocess.Popen(sb.command([sys.executable, "-c", code], home=home, seccomp_fd=fd),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(fd,))
     dog = Watchdog(proc.pid, limits)
     if watch:
         dog.start()
@@ -104,6 +105,40 @@ print("scratch ok")
     assert not (tmp_path / "escaped").exists()
     if os.geteuid() == 0:  # root grades as an unprivileged id of its own
         assert "uid 0" not in out
+
+
+def test_the_keyring_setsid_and_namespaces_are_denied_while_numpy_threads_and_fork_work():
+    code = """
+import ctypes, os, threading, numpy as np
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(*args):
+    r = libc.syscall(*map(ctypes.c_long, args[:1]), *args[1:])
+    return r, ctypes.get_errno() if r < 0 else 0
+print("add_key", call(248, b"user", b"k", b"v", ctypes.c_long(1), ctypes.c_long(-4)))
+print("keyctl", call(250, ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(0)))
+print("request_key", call(249, b"user", b"k", None, ctypes.c_long(0)))
+print("unshare", call(272, ctypes.c_long(0x10000000)))
+try:
+    os.setsid()
+    print("setsid", "allowed")
+except OSError as e:
+    print("setsid", e.errno)
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+print("fork", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+box = []
+t = threading.Thread(target=lambda: box.append(float((np.ones((64, 64)) @ np.ones((64, 64))).sum())))
+t.start(); t.join()
+print("thread", box)
+"""
+    status, out, err, _ = sandboxed(code)
+    assert status == 0, err
+    said = dict(line.split(" ", 1) for line in out.splitlines())
+    for call in ("add_key", "keyctl", "request_key", "unshare"):
+        assert said[call] == "(-1, 1)", (call, said[call])  # EPERM
+    assert said["setsid"] == "1" and said["fork"] == "7" and said["thread"] == "[262144.0]"
 
 
 def test_an_installed_copy_of_the_course_package_is_hidden():

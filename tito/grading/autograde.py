@@ -10,7 +10,6 @@ SaveAutoGrades then reads those outputs into the gradebook, and feedback shows t
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,7 +61,6 @@ class JudgeCells(NbGraderPreprocessor):
         (probes, expected), (visible, visible_expected) = _judge_inputs(g, ws, mod)
         student = resources["nbgrader"]["student"]
         with tempfile.TemporaryDirectory(prefix=f"tito-answer-{student}-", dir=g.scratch or None) as tmp:
-            os.chmod(tmp, 0o755)
             handed_in = Path(tmp) / mod.notebook.name
             nbformat.write(_without_hidden_tests(nb), handed_in)  # the sandbox gets no hidden check's code
             box = sandbox.Sandbox(g.bwrap, g.limits, Path(g.library) if g.library else None,
@@ -241,8 +239,8 @@ def autograde(ws: Workspace, mod: Module, students: Optional[list[str]] = None, 
             progress(len(graded), len(students), sid)
 
     with tempfile.TemporaryDirectory(prefix="tito-grading-") as tmp:
-        library = sandbox.grading_library(ws, mod, Path(tmp) / "lib")
-        os.chmod(tmp, 0o755)  # the sandbox's unprivileged user reads the package copy
+        library = sandbox.grading_library(ws, mod, Path(tmp) / "lib")  # in a folder of tito's own (0700): the
+        # sandbox is shown the copy, not its parents
         private = Path(tmp) / "judge"  # the course's answers, hidden checks' included: nobody else reads them
         private.mkdir(mode=0o700)
         saved = {}

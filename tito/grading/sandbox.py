@@ -15,14 +15,25 @@ Limits (`settings.ini [limits] submission_*`): inside the sandbox, per process, 
 time, and the number of processes and threads (rlimits); outside, tito stops the whole sandbox when the submission
 runs past its wall time, or all its processes together pass the CPU-time or memory limit, or it writes too much.
 
-When tito runs as root, the answer process runs as an unprivileged user id of its own (SANDBOX_UID_BASE + the
-grading process id), so the process limit holds (Linux ignores RLIMIT_NPROC for root) and it owns no file outside.
+When tito runs as root, each answer process runs as an unprivileged user id of its own, drawn anew for every run
+(graded, visible-only, each student), so the process limit holds (Linux ignores RLIMIT_NPROC for root), it owns no
+file outside and nothing one run's user id leaves behind is another's. Its answer folder is private (0700) and
+written only by that user id; every folder tito keeps of a run is private to tito.
+
+System calls (`tito.grading.seccomp`): the kernel keyring, `setsid` and the calls Docker's default profile denies
+fail (EPERM), and each answer process starts with a session keyring of its own. Without `setsid`, all the processes
+of a job stay in the session bwrap made, which is one autogroup: the kernel's CPU share per session, so a job of
+many processes gets no more of the CPU than a job of one. A graded cell's time limit counts CPU seconds of all its
+processes, so a busy neighbour cannot make it time out; a wall-clock backstop (WALL_BACKSTOP) stops a process that
+only waits.
 """
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -32,13 +43,16 @@ import threading
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
+from contextlib import contextmanager
 from typing import Optional
 
+from tito.grading import seccomp
 from tito.notebooks import source_notebook
 from tito.workspace import BLAS_THREADS, Module, TitoError, Workspace
 
 PACKAGE, TOOL = "bubblewrap", "bwrap"
 SANDBOX_UID_BASE = 1_000_000_000  # far above the ids of real users and of subordinate id ranges
+SANDBOX_UIDS = 2**31  # how many user ids above the base are drawn from (the last is below 2**32 - 1)
 HOME = "/home/student"
 LIBRARY = "/grading/lib"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -141,16 +155,30 @@ class Sandbox:
     def as_root(self) -> bool:
         return os.geteuid() == 0
 
-    def uid(self) -> int:
-        "The user id the sandboxed process runs as when tito is root (-1: keep the caller's, in a user namespace)."
-        return SANDBOX_UID_BASE + os.getpid() if self.as_root else -1
+    def new_uid(self) -> int:
+        """A user id for one sandboxed run when tito is root, drawn anew each time (-1: keep the caller's, in a user
+        namespace)."""
+        return SANDBOX_UID_BASE + secrets.randbelow(SANDBOX_UIDS) if self.as_root else -1
+
+    @staticmethod
+    @contextmanager
+    def filter_fd():
+        "A file descriptor holding the system-call filter, for `command(seccomp_fd=...)` and Popen's pass_fds."
+        fd = seccomp.program_fd(seccomp.program())
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     def command(self, argv: list[str], *, home: Optional[Path] = None, workdir: str = HOME,
-                runtime: Optional[Path] = None, env: Optional[dict] = None) -> list[str]:
+                runtime: Optional[Path] = None, env: Optional[dict] = None, seccomp_fd: Optional[int] = None,
+                uid: Optional[int] = None) -> list[str]:
         """The bwrap command that runs `argv` in the sandbox: `home`'s entries appear read-only in `workdir`
-        (the working folder), `runtime` (where its answers go) is shared read-write at its own path."""
+        (the working folder), `runtime` (where its answers go) is shared read-write at its own path; with the
+        system-call filter read from `seccomp_fd`, as user id `uid` (when root; default: a new one)."""
         lim = self.limits
-        args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
+        args = [*seccomp.fresh_keyring_prefix(), self.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc",
+                "--unshare-pid",
                 "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
         if self.as_root:  # no user namespace: the process drops to an unprivileged user id of its own
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -196,9 +224,11 @@ class Sandbox:
             args += ["--perms", "0755", "--dir", str(Path(LIBRARY).parent), "--ro-bind", str(self.library), LIBRARY]
         if runtime is not None:
             args += self._parents(runtime, mounted, made) + ["--bind", str(runtime), str(runtime)]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += sealed + ["--chdir", workdir, "--"]
-        return args + limits_prefix(lim, processes=lim.processes, file_bytes=lim.scratch_mb * 2**20, uid=self.uid()) \
-            + argv
+        uid = self.new_uid() if uid is None else uid
+        return args + limits_prefix(lim, processes=lim.processes, file_bytes=lim.scratch_mb * 2**20, uid=uid) + argv
 
     @staticmethod
     def _parents(path: Path, mounted: list, made: set) -> list[str]:
@@ -224,10 +254,10 @@ class Sandbox:
 
     def check(self):
         "Run a trivial command in the sandbox: a one-line error when this machine does not allow it."
-        with tempfile.TemporaryDirectory(prefix="tito-sandbox-check-") as tmp:
-            cmd = self.command([sys.executable, "-c", "import numpy, nbdev.export"])
+        with tempfile.TemporaryDirectory(prefix="tito-sandbox-check-") as tmp, self.filter_fd() as fd:
+            cmd = self.command([sys.executable, "-c", "import numpy, nbdev.export"], seccomp_fd=fd)
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp)
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp, pass_fds=(fd,))
             except subprocess.TimeoutExpired:
                 raise TitoError("the sandbox (bwrap) did not start a Python within 120 s") from None
         if done.returncode != 0:
@@ -323,21 +353,76 @@ def _memory_mb(pid: int) -> float:
     return int(st[21]) * PAGE / 2**20 if st else 0.0
 
 
+def _entries(folder) -> list:
+    "The entries of `folder`; [] when it cannot be read. A path too long to name is the submission's doing."
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            raise
+        return []
+
+
 def _folder_mb(folder: Path, most: int = 10_000) -> float:
-    total, seen = 0, 0
-    for root, dirs, files in os.walk(folder):
-        seen += len(dirs)
-        if seen > most:
+    """The megabytes under `folder` (not following links); infinity past `most` entries, or when its folders nest
+    deeper than a path can name. No recursion."""
+    total, seen, todo = 0, 0, [folder]
+    try:
+        while todo:
+            for entry in _entries(todo.pop()):
+                seen += 1
+                if seen > most:
+                    return float("inf")
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
             return float("inf")
-        for name in files:
-            seen += 1
-            if seen > most:
-                return float("inf")
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                pass
     return total / 2**20
+
+
+def remove_tree(top: Path):
+    """Remove a folder that a submission's code wrote into, however deep: each folder's subfolders are moved up
+    into `top` before it is removed, so nothing recurses and no path grows long."""
+    try:
+        top_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    moved = 0
+    try:
+        while names := os.listdir(top_fd):
+            for name in names:
+                moved = _empty_into(top_fd, name, moved)
+    finally:
+        os.close(top_fd)
+    os.rmdir(top)
+
+
+def _empty_into(top_fd: int, name: str, moved: int) -> int:
+    "Remove entry `name` of the folder `top_fd`; a folder's subfolders are moved into `top_fd` first."
+    try:
+        os.unlink(name, dir_fd=top_fd)
+        return moved
+    except IsADirectoryError:
+        pass
+    os.chmod(name, 0o700, dir_fd=top_fd)
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top_fd)
+    try:
+        with os.scandir(fd) as it:
+            entries = list(it)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                moved += 1
+                os.rename(entry.name, f".tito-moved-{moved}", src_dir_fd=fd, dst_dir_fd=top_fd)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=top_fd)
+    return moved
 
 
 class Watchdog(threading.Thread):
@@ -347,6 +432,7 @@ class Watchdog(threading.Thread):
         super().__init__(daemon=True, name=f"tito-watchdog-{pid}")
         self.pid, self.limits, self.watched, self.interval = pid, limits, watched, interval
         self.reason = ""
+        self.cpu = 0.0  # CPU seconds of all the processes, at the last look
         self._stop_event = threading.Event()
 
     def stop(self):
@@ -376,7 +462,8 @@ class Watchdog(threading.Thread):
         if elapsed > lim.wall_time:
             return Stop("limit", f"stopped at the wall-time limit ({lim.wall_time} s for the submission)")
         procs = descendants(self.pid)
-        if sum(_cpu_seconds(p) for p in procs) > lim.cpu_time:
+        self.cpu = max(self.cpu, sum(_cpu_seconds(p) for p in procs))
+        if self.cpu > lim.cpu_time:
             return Stop("limit", f"stopped at the CPU-time limit ({lim.cpu_time} s, all its processes together)")
         if sum(_memory_mb(p) for p in procs) > lim.memory_mb:
             return Stop("limit", f"stopped at the memory limit ({lim.memory_mb} MB, all its processes together)")
@@ -399,10 +486,16 @@ def exit_reason(returncode: Optional[int], sandboxed: bool, limits: Limits) -> s
 # --- the answer process ------------------------------------------------------------------------------------------
 ANSWER_FILES = ("answer.py", "probes.py")  # tito/grading/..., copied beside the request: the sandbox cannot see tito
 RESULT_MB = 8  # the most one tape's results may take on disk; larger is not read (its checks fail)
+RESULT_CONTAINERS = 100_000  # the most lists and objects one answer file may hold (an array's rows count each)
 OUTPUT_MB = 64  # the most all the files the answer process writes for tito may take (beyond: stopped, `flood`)
 STATUS_BYTES = 64 * 1024
 FLOOD_PRINTED = 16 * 2**20  # bytes printed that make a stopped answer process a flood rather than a time-out
 POLL = 0.2  # seconds between looks at a running answer process
+
+
+def wall_backstop(cell_seconds: int) -> int:
+    "Wall-clock seconds after which a graded cell is stopped even if it used little CPU time (it waits, or sleeps)."
+    return 3 * cell_seconds + 60
 
 
 @dataclass(frozen=True)
@@ -437,13 +530,16 @@ class _Drain(threading.Thread):
 
 
 def _read_json(path: Path, most: int):
-    "A JSON file the answer process wrote, or None when it is missing, too large, not a plain file or not JSON."
+    """A JSON file the answer process wrote, or None when it is missing, not a plain file, too large, holds too many
+    lists and objects (counted before parsing: what is built costs far more than its text) or is not JSON."""
     try:
-        if not path.is_file() or path.is_symlink():
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > most:
             return None
         with open(path, "rb") as f:
             data = f.read(most + 1)
-        return json.loads(data.decode("utf-8")) if len(data) <= most else None
+        if len(data) > most or data.count(b"[") + data.count(b"{") > RESULT_CONTAINERS:
+            return None
+        return json.loads(data.decode("utf-8"))
     except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         return None
 
@@ -452,15 +548,15 @@ def _answer_bundle(folder: Path, request: dict, notebook: Optional[Path]):
     "The read-only files of an answer run: the script and what it imports, the request, the notebook."
     here = Path(__file__).resolve().parent
     shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    folder.mkdir(mode=0o700, parents=True)
     for name in ANSWER_FILES:
         shutil.copyfile(here / name, folder / name)
     shutil.copyfile(here.parent / "nbdev_procs.py", folder / "nbdev_procs.py")
     if notebook is not None:
         shutil.copyfile(notebook, folder / "submission.ipynb")
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
-    for p in [folder, *folder.iterdir()]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
+    for p in folder.iterdir():  # each is shown to the sandbox on its own; the folder stays tito's
+        p.chmod(0o644)
 
 
 def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: Limits, probe_timeout: int, *,
@@ -473,7 +569,7 @@ def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: 
     Each answer is moved out of the process's reach as soon as it appears, and the next tape's clock starts then:
     a tape that runs over `probe_timeout` seconds, or whose process dies, is stopped, and a new process answers
     the tapes after it. Answers are read as data, with a size cap; what the process prints is counted only."""
-    scratch.mkdir(parents=True, exist_ok=True)
+    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
     bundle, taken = scratch / "bundle", scratch / "taken"
     taken.mkdir(mode=0o700, exist_ok=True)
     if box is not None:
@@ -492,14 +588,19 @@ def run_answer(tapes: list, modules: list, package: str, scratch: Path, limits: 
         if not todo:
             break
         request["skip"] = [i for i in range(len(tapes)) if i not in todo]
-        shutil.rmtree(scratch / "work", ignore_errors=True)
+        remove_tree(scratch / "work")
         _answer_bundle(bundle, request, notebook)
         out = scratch / f"out-{attempt}"  # a new folder each time: the last one is the student's to break
-        out.mkdir()
-        out.chmod(0o777)
+        out.mkdir(mode=0o700)
+        uid = box.new_uid() if box else -1
+        if uid >= 0:
+            os.chown(out, uid, uid)  # written only by this run's own user id (and read by tito, root)
         answered = len(run.results)
-        stop = _one_answer_run(run, box, bundle, out, taken, todo, limits, probe_timeout, deadline)
-        said = _read_json(out / "status.json", STATUS_BYTES)
+        try:
+            stop = _one_answer_run(run, box, bundle, out, taken, todo, limits, probe_timeout, deadline, uid)
+            said = _read_json(out / "status.json", STATUS_BYTES)
+        finally:
+            remove_tree(out)
         run.status = said if isinstance(said, dict) and isinstance(said.get("stage"), str) else {}
         left = [i for i in todo if i not in run.results]
         if not left:
@@ -537,16 +638,21 @@ def _take_answers(run: AnswerRun, out: Path, taken: Path, todo: list) -> bool:
 
 
 def _one_answer_run(run: AnswerRun, box: Optional[Sandbox], bundle: Path, out: Path, taken: Path, todo: list,
-                    limits: Limits, probe_timeout: int, deadline: float) -> Optional[Stop]:
-    "Run the answer process once; None when it ended by itself, else why tito stopped it, or how it died."
+                    limits: Limits, probe_timeout: int, deadline: float, uid: int = -1) -> Optional[Stop]:
+    """Run the answer process once; None when it ended by itself, else why tito stopped it, or how it died. A tape
+    may use `probe_timeout` CPU seconds (all the processes together), and `wall_backstop` seconds of wall time."""
     argv = [sys.executable, f"{HOME}/answer.py" if box else str(bundle / "answer.py"),
             f"{HOME}/request.json" if box else str(bundle / "request.json"), str(out)]
-    cmd = box.command(argv, home=bundle, runtime=out) if box else limits_prefix(limits) + argv
-    env = None if box else {**os.environ, **{name: "1" for name in BLAS_THREADS}, "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            cwd=str(bundle), env=env, start_new_session=True)
+    with (box.filter_fd() if box else _no_fd()) as fd:
+        cmd = box.command(argv, home=bundle, runtime=out, seccomp_fd=fd, uid=uid) if box else \
+            limits_prefix(limits) + argv
+        env = None if box else {**os.environ, **{name: "1" for name in BLAS_THREADS}, "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                cwd=str(bundle), env=env, start_new_session=True,
+                                pass_fds=() if fd is None else (fd,))
     drain = _Drain(proc.stdout)
     started = clock = time.monotonic()
+    clock_cpu, backstop = 0.0, wall_backstop(probe_timeout)
     watch = Watchdog(proc.pid, dataclasses.replace(limits, wall_time=max(1, int(deadline - started)),
                                                    scratch_mb=OUTPUT_MB), out)
     stop = None
@@ -554,11 +660,13 @@ def _one_answer_run(run: AnswerRun, box: Optional[Sandbox], bundle: Path, out: P
         while proc.poll() is None:
             time.sleep(POLL)
             now = time.monotonic()
-            if _take_answers(run, out, taken, todo):
-                clock = now
             stop = watch.over(now - started)
-            if stop is None and now - clock > probe_timeout:
-                stop = Stop("timed out", f"timed out: a graded cell's checks ran over {probe_timeout} s")
+            if _take_answers(run, out, taken, todo):
+                clock, clock_cpu = now, watch.cpu
+            if stop is None and watch.cpu - clock_cpu > probe_timeout:
+                stop = Stop("timed out", f"timed out: a graded cell's checks ran over {probe_timeout} s of CPU time")
+            elif stop is None and now - clock > backstop:
+                stop = Stop("timed out", f"timed out: a graded cell's checks ran over {backstop} s (wall clock)")
             if stop is not None:
                 _kill_group(proc)
                 if drain.count > FLOOD_PRINTED and stop.kind != "flood":
@@ -576,6 +684,11 @@ def _one_answer_run(run: AnswerRun, box: Optional[Sandbox], bundle: Path, out: P
         stop = Stop("died", exit_reason(proc.returncode, box is not None, limits).replace("the process",
                                                                                            "the answer process"))
     return stop
+
+
+@contextmanager
+def _no_fd():
+    yield None
 
 
 def _kill_group(proc: subprocess.Popen):
