@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -35,10 +36,19 @@ from tito.grading.sandbox import find_bwrap
 
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap (`bwrap`) is not installed")
 
+# the lateness unit test's dates, read from submitted/ folders
 DUE = "2026-12-01T23:59:00+00:00"
 ON_TIME = "2026-12-01 20:00:00.000000 UTC"
 LATE = {"ben": "2026-12-02 10:00:00.000000 UTC", "s03": "2026-12-03 12:00:00.000000 UTC",
         "s07": "2026-12-01 23:59:30.000000 UTC"}
+# The term's, through the exchange, from the time of handing in: collect takes the later of a submission's name's
+# time and the kernel's change times (which no one can set back), and passes over a name more than an hour ahead, so
+# the class hands in before a due date still to come and the late ones are named after it.
+LATE_BY = {"ben": timedelta(minutes=10), "s03": timedelta(minutes=30), "s07": timedelta(seconds=30)}
+
+
+def nbgrader_stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f %Z")
 PENALTY = 10  # percent of the module's points per day, or part of a day, late
 EXERCISES = ["as-array", "broadcast-check", "arithmetic", "elementwise", "matmul", "reductions", "shape-ops",
              "indexing"]
@@ -78,15 +88,19 @@ def class_notebooks(ws: Workspace) -> dict:
     return out
 
 
-def hand_in(exchange: Path, notebooks: dict):
-    "Each notebook in nbgrader's exchange inbound folder, as `nbgrader submit` leaves it (with its timestamp)."
+def hand_in(exchange: Path, notebooks: dict) -> str:
+    """Each notebook in nbgrader's exchange inbound folder, as `nbgrader submit` leaves it (with its timestamp); the
+    due date (ISO 8601), 20 minutes from now."""
     inbound = exchange / "tinytorch" / "inbound"
+    now = datetime.now(timezone.utc)
+    due = now + timedelta(minutes=20)
     for sid, nb in notebooks.items():
-        stamp = LATE.get(sid, ON_TIME)
+        stamp = nbgrader_stamp(due + LATE_BY[sid] if sid in LATE_BY else now - timedelta(hours=4))
         folder = inbound / f"{sid}+01_tensor+{stamp}+{sid}x"
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / "01_tensor.ipynb")
         (folder / "timestamp.txt").write_text(stamp)
+    return due.isoformat()
 
 
 def tito(cwd: Path, *args: str) -> subprocess.Popen:
@@ -109,8 +123,8 @@ def term(tmp_path_factory):
     ws = copy_course(base / "course")
     generate(ws, [ws.module("01")])
     notebooks = class_notebooks(ws)
-    hand_in(base / "exchange", notebooks)
-    return ws, base / "exchange", sorted(notebooks)
+    due = hand_in(base / "exchange", notebooks)
+    return ws, base / "exchange", sorted(notebooks), due
 
 
 def find_postgres() -> Path:
@@ -159,13 +173,13 @@ def postgres():
 
 def course_for(term, name: str, db_url: str = "") -> Workspace:
     "A copy of the generated course for one gradebook, with the exchange, the due date and a late penalty set."
-    ws, exchange, _ = term
+    ws, exchange, _, due = term
     root = ws.root.parent / name
     shutil.copytree(ws.root, root, ignore=shutil.ignore_patterns("gradebook.db") if db_url else None)
     settings = root / "settings.ini"
     text = settings.read_text().replace("[nbgrader]", f"[nbgrader]\nexchange_dir = {exchange}"
                                         + (f"\ndb_url = {db_url}" if db_url else ""))
-    settings.write_text(text + f"\n[deadlines]\n01 = {DUE}\nlate_penalty_percent_per_day = {PENALTY}\n")
+    settings.write_text(text + f"\n[deadlines]\n01 = {due}\nlate_penalty_percent_per_day = {PENALTY}\n")
     return Workspace.find(root)
 
 
@@ -194,7 +208,7 @@ def check_report(ws: Workspace, students: list[str]):
     report = run(ws.root, "nbgrader", "report", "01")
     assert all(re.search(rf"^\W*{s}\b", report, re.M) for s in students), report  # the whole class
     late_lines = {line.split(":")[0] for line in report.splitlines() if ": late: submitted" in line}
-    assert late_lines == set(LATE), report
+    assert late_lines == set(LATE_BY), report
 
 
 
@@ -214,17 +228,17 @@ def check_csv(ws: Workspace, students: list[str]):
     for sid, row in rows.items():
         line = table[sid]
         late = lateness(ws, mod, sid)
-        assert late.late == (sid in LATE)
+        assert late.late == (sid in LATE_BY)
         assert float(line["01_tensor"]) == pytest.approx(max(0.0, row.total - late.penalty(row.max_total)))
         assert float(line["01_tensor_max"]) == row.max_total
         assert {k.split(":")[1]: float(v) for k, v in line.items() if ":" in k} == \
             {g.removeprefix("test-"): s for g, (s, _) in row.scores.items()}
-        assert bool(line["01_tensor_late_hours"]) == (sid in LATE)
-        assert ("late" in line["01_tensor_why"]) == (sid in LATE)
-    ben = table["ben"]  # 10 h late: one day's penalty, 10% of the module's points
-    assert float(ben["01_tensor_late_hours"]) == pytest.approx(10.0167, abs=0.01)
+        assert bool(line["01_tensor_late_hours"]) == (sid in LATE_BY)
+        assert ("late" in line["01_tensor_why"]) == (sid in LATE_BY)
+    ben = table["ben"]  # 10 minutes late: a part of a day, so one day's penalty, 10% of the module's points
+    assert float(ben["01_tensor_late_hours"]) == pytest.approx(10 / 60, abs=0.01)
     assert float(ben["01_tensor_penalty"]) == pytest.approx(rows["ben"].max_total * PENALTY / 100)
-    assert float(table["s03"]["01_tensor_late_hours"]) > 24
+    assert float(table["s03"]["01_tensor_late_hours"]) == pytest.approx(0.5, abs=0.01)
 
 
 

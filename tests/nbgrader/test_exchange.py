@@ -142,3 +142,60 @@ def test_student_commands_refuse_what_would_hurt(hub):
     assert done.returncode == 1 and "for student workspaces" in done.stderr
     with pytest.raises(TitoError, match="not a usable student id"):
         exchange.submit(students["bob"], students["bob"].module("01"), "bob smith")
+
+
+def exchange_course(tmp_path: Path) -> tuple[Workspace, Path]:
+    "A course copy whose exchange is a folder of the test's, and that exchange's inbound folder for the course."
+    ws = copy_course(tmp_path / "course")
+    settings = ws.root / "settings.ini"
+    settings.write_text(settings.read_text().replace("[nbgrader]", f"[nbgrader]\nexchange_dir = {tmp_path / 'ex'}"))
+    inbound = tmp_path / "ex" / "tinytorch" / "inbound"
+    inbound.mkdir(parents=True)
+    return Workspace.find(ws.root), inbound
+
+
+def hand_in_as(inbound: Path, student: str, when, notebook: Path) -> Path:
+    "A submission folder named as `nbgrader submit` names it, dated `when` by the name alone."
+    stamp = when.strftime("%Y-%m-%d %H:%M:%S.%f %Z")
+    folder = inbound / f"{student}+01_tensor+{stamp}+{os.urandom(4).hex()}"
+    folder.mkdir()
+    (folder / "01_tensor.ipynb").write_bytes(notebook.read_bytes())
+    (folder / "timestamp.txt").write_text(stamp)
+    return folder
+
+
+def test_a_back_dated_submission_counts_from_when_it_reached_the_exchange(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    from tito.grading.collect import collect_from_exchange
+    from nbgrader.utils import parse_utc
+
+    ws, inbound = exchange_course(tmp_path)
+    mod = ws.module("01")
+    now = datetime.now(timezone.utc)
+    hand_in_as(inbound, "eve", now - timedelta(days=3), mod.notebook)  # her clock set back three days
+    [got] = collect_from_exchange(ws, mod)
+    assert got.source is not None, got.status
+    stamp = parse_utc((ws.root / "submitted" / "eve" / mod.name / "timestamp.txt").read_text().strip())
+    assert stamp.replace(tzinfo=timezone.utc) >= now - timedelta(minutes=1), stamp
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making folders owned by other accounts needs root")
+def test_a_folder_of_another_account_under_a_students_name_shadows_nothing(tmp_path):
+    import pwd
+    from datetime import datetime, timedelta, timezone
+
+    from tito.grading.collect import collect_from_exchange
+
+    ws, inbound = exchange_course(tmp_path)
+    mod = ws.module("01")
+    now = datetime.now(timezone.utc)
+    student, other = pwd.getpwnam("daemon"), pwd.getpwnam("nobody")  # ids that are local accounts
+    own = hand_in_as(inbound, "daemon", now - timedelta(hours=1), mod.notebook)
+    planted = hand_in_as(inbound, "daemon", now + timedelta(minutes=30), mod.notebook)  # newer, within the slack
+    for folder, account in ((own, student), (planted, other)):
+        for path in (folder, *folder.iterdir()):
+            os.chown(path, account.pw_uid, account.pw_gid)
+    [got] = collect_from_exchange(ws, mod)
+    assert got.source == own, got.status  # her own submission, not "not collected"
+    assert f"{planted.name!r} is owned by nobody" in got.status

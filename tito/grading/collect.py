@@ -275,9 +275,15 @@ def _latest(handed: list[Handed], now: datetime) -> tuple[Optional[Handed], list
     return (rest[0] if rest else None), passed
 
 
-def _read_submission(inbound_fd: int, h: Handed, mod: Module) -> tuple[Optional[bytes], list[str]]:
-    """(the notebook of the submission folder `h`, or None when it has none; the names of the other entries there).
-    Refused when the folder or its notebook is not what nbgrader's submit makes (a folder, a regular file)."""
+def _changed(ctimes) -> datetime:
+    "The latest of inode change times (seconds), as an aware datetime."
+    return datetime.fromtimestamp(max(ctimes), timezone.utc)
+
+
+def _read_submission(inbound_fd: int, h: Handed, mod: Module) -> tuple[Optional[bytes], list[str], datetime]:
+    """(the notebook of the submission folder `h`, or None when it has none; the names of the other entries there;
+    when the folder or the notebook last changed). Refused when the folder or its notebook is not what nbgrader's
+    submit makes (a folder, a regular file)."""
     folder = open_beneath(inbound_fd, (h.name,), NOFOLLOW_DIR)
     try:
         if why := _owner_mismatch(os.fstat(folder).st_uid, h.student):
@@ -285,11 +291,13 @@ def _read_submission(inbound_fd: int, h: Handed, mod: Module) -> tuple[Optional[
         names = sorted(os.listdir(folder))
         others = [n for n in names if n not in (mod.notebook.name, "timestamp.txt")]
         if mod.notebook.name not in names:
-            return None, others
+            return None, others, _changed([os.fstat(folder).st_ctime])
         try:
-            return read_notebook_beneath(folder, (mod.notebook.name,)), others
+            data = read_notebook_beneath(folder, (mod.notebook.name,))
         except Refused as e:
             raise Refused(f"{mod.notebook.name} {e}") from None
+        notebook = os.stat(mod.notebook.name, dir_fd=folder, follow_symlinks=False)
+        return data, others, _changed([os.fstat(folder).st_ctime, notebook.st_ctime])
     finally:
         os.close(folder)
 
@@ -332,19 +340,31 @@ def collect_from_exchange(ws: Workspace, mod: Module, verbose: bool = False) -> 
     inbound_fd = os.open(exchange_inbound(ws), NOFOLLOW_DIR)
     try:
         for sid in sorted({h.student for h in found}):
-            latest, passed = _latest([h for h in found if h.student == sid], now)
+            theirs, passed_over = [], []
+            for h in (h for h in found if h.student == sid):
+                try:
+                    why = _owner_mismatch(os.stat(h.name, dir_fd=inbound_fd, follow_symlinks=False).st_uid, sid)
+                except OSError:
+                    continue
+                if why:  # another account's folder under this name shadows nothing
+                    passed_over.append(f"{h.name!r} {why}")
+                else:
+                    theirs.append(h)
+            latest, passed = _latest(theirs, now)
+            passed += passed_over
             where = f"{exchange_inbound(ws) / latest.name}" if latest else ""
             note = f" (passed over: {'; '.join(passed)})" if passed else ""
             if latest is None:
                 out.append(Collected(sid, None, status=f"not collected: no usable submission{note}"))
                 continue
             try:
-                data, others = _read_submission(inbound_fd, latest, mod)
+                data, others, changed = _read_submission(inbound_fd, latest, mod)
             except Refused as e:
                 out.append(Collected(sid, None, status=f"not collected: {where} {e}{note}"))
                 continue
             dest = _dir(ws, "submitted") / sid / mod.name
-            when = latest.when.strftime("%Y-%m-%d %H:%M:%S.%f %Z")
+            # the name's time is the student's own clock's; the kernel's change times cannot be set back
+            when = max(latest.when, changed).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
             status = _store(dest, data, mod, when)
             if others:
                 status += f" (left out {len(others)} other file(s): {', '.join(map(repr, others[:5]))}" \
