@@ -162,6 +162,16 @@ def this_venv() -> Path:
     return Path(sys.prefix)
 
 
+def _has_build_backend() -> bool:
+    "Whether this Python has the setuptools that pyproject.toml builds with (so pip needs no package index)."
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version("setuptools").split(".")[0]) >= 77
+    except (PackageNotFoundError, ValueError):
+        return False
+
+
 def serve_from_this_venv(dest: Path) -> Path:
     """Make the virtual environment tito runs in serve the student workspace at `dest` (a self-learner's one
     environment): the workspace's tito and tinytorch installed into it in place (`pip install -e --no-deps`: the
@@ -172,7 +182,8 @@ def serve_from_this_venv(dest: Path) -> Path:
     link = dest / ".venv"
     if link.exists() or link.is_symlink():
         raise TitoError(f"{link} already exists; remove it, or make the workspace's own venv as its README says")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", str(dest)],
+    offline = ["--no-build-isolation"] if _has_build_backend() else []  # else pip fetches setuptools to build
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", *offline, "-e", str(dest)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]

@@ -108,6 +108,10 @@ print("scratch ok")
 
 
 def test_the_keyring_setsid_and_namespaces_are_denied_while_numpy_threads_and_fork_work():
+    import pyseccomp
+
+    nr = {name: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name)
+          for name in ("add_key", "keyctl", "request_key", "unshare")}  # this machine's numbering
     code = """
 import ctypes, os, threading, numpy as np
 libc = ctypes.CDLL(None, use_errno=True)
@@ -115,10 +119,10 @@ libc.syscall.restype = ctypes.c_long
 def call(*args):
     r = libc.syscall(*map(ctypes.c_long, args[:1]), *args[1:])
     return r, ctypes.get_errno() if r < 0 else 0
-print("add_key", call(248, b"user", b"k", b"v", ctypes.c_long(1), ctypes.c_long(-4)))
-print("keyctl", call(250, ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(0)))
-print("request_key", call(249, b"user", b"k", None, ctypes.c_long(0)))
-print("unshare", call(272, ctypes.c_long(0x10000000)))
+print("add_key", call({add_key}, b"user", b"k", b"v", ctypes.c_long(1), ctypes.c_long(-4)))
+print("keyctl", call({keyctl}, ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(0)))
+print("request_key", call({request_key}, b"user", b"k", None, ctypes.c_long(0)))
+print("unshare", call({unshare}, ctypes.c_long(0x10000000)))
 try:
     os.setsid()
     print("setsid", "allowed")
@@ -133,6 +137,8 @@ t = threading.Thread(target=lambda: box.append(float((np.ones((64, 64)) @ np.one
 t.start(); t.join()
 print("thread", box)
 """
+    for name, number in nr.items():
+        code = code.replace("{" + name + "}", str(number))
     status, out, err, _ = sandboxed(code)
     assert status == 0, err
     said = dict(line.split(" ", 1) for line in out.splitlines())

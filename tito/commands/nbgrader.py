@@ -11,6 +11,7 @@ import typer
 from tito import output
 from tito.commands import ALL, MODULE, chosen_modules
 from tito.grading.setup import instructor_workspace  # no nbgrader import: cheap
+from tito.grading.similarity import DEFAULT_THRESHOLD as SIMILARITY_THRESHOLD
 from tito.output import say
 from tito.workspace import Module, TitoError
 
@@ -184,7 +185,7 @@ def export_cmd(modules: Optional[list[str]] = typer.Argument(None, help="Module 
 
 @app.command("similarity")
 def similarity_cmd(module: str = MODULE,
-                   threshold: float = typer.Option(0.3, "--threshold", "-t", help=(
+                   threshold: float = typer.Option(SIMILARITY_THRESHOLD, "--threshold", "-t", help=(
                        "List pairs sharing more than this part of either's code (0 to 1).")),
                    out: Optional[Path] = typer.Option(None, "--out", "-o", help=(
                        "The HTML page (default: similarity/NN_topic.html).")),

@@ -52,17 +52,18 @@ def penalty_percent(ws: Workspace) -> float:
 
 def submitted_at(ws: Workspace, mod: Module, student: str) -> Optional[datetime]:
     """When `student` handed `mod` in: the timestamp nbgrader's exchange wrote beside the collected notebook
-    (submitted/<student>/<NN_topic>/timestamp.txt); None when there is none (collected from a folder)."""
+    (submitted/<student>/<NN_topic>/timestamp.txt); None when there is none (collected from a folder) or it is not a
+    timestamp."""
     from nbgrader.utils import parse_utc
 
     stamp = ws.setting_path("nbgrader", "submitted_dir", "submitted") / student / mod.name / "timestamp.txt"
     if not stamp.is_file():
         return None
-    text = stamp.read_text(encoding="utf-8").strip()
+    text = stamp.read_text(encoding="utf-8", errors="replace").strip()[:200]
     try:
         return parse_utc(text).replace(tzinfo=timezone.utc)  # nbgrader gives naive UTC
-    except (ValueError, OverflowError):
-        raise TitoError(f"{ws.rel(stamp)}: not a timestamp: {text[:60]!r}") from None
+    except (ValueError, OverflowError, TypeError):
+        return None  # one unreadable stamp (an old collect copied the student's own) stops no report
 
 
 @dataclass(frozen=True)
