@@ -429,3 +429,23 @@ def test_ctrl_c_stops_autograde_with_one_line(hostile, jobs):
     lines = err.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and not out.strip(), out + err
     assert lines[0].startswith("error: autograde interrupted") and "not graded: sleeper" in lines[0], lines[0]
+
+
+def test_removing_what_a_submission_wrote_survives_its_own_moved_names_and_links(tmp_path):
+    from tito.grading.sandbox import remove_tree
+
+    top, outside = tmp_path / "out", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("the grader's")
+    (top / ".tito-moved-1" / "taken").mkdir(parents=True)  # the names remove_tree moves folders to, made first
+    (top / ".tito-moved-2").mkdir()
+    deep = top / "a"
+    for _ in range(300):
+        deep /= "d"
+    deep.mkdir(parents=True)
+    (top / "a" / "link").symlink_to(outside, target_is_directory=True)
+    (top / "a" / "d" / "f").write_text("x")
+    os.chmod(top / "a" / "d", 0)
+    remove_tree(top)
+    assert not top.exists()
+    assert (outside / "keep").read_text() == "the grader's" and oct(outside.stat().st_mode)[-3:] != "700"

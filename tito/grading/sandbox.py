@@ -401,6 +401,28 @@ def remove_tree(top: Path):
     os.rmdir(top)
 
 
+def _open_folder(top_fd: int, name: str) -> int:
+    "The folder `name` of `top_fd`, opened without following a link, and made the grader's to empty."
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(name, flags, dir_fd=top_fd)
+    except PermissionError:  # a folder the submission made unreadable (root opens any folder, so never gets here)
+        os.chmod(name, 0o700, dir_fd=top_fd)
+        fd = os.open(name, flags, dir_fd=top_fd)
+    os.fchmod(fd, 0o700)
+    return fd
+
+
+def _free_name(top_fd: int, moved: int) -> int:
+    "The next number n after `moved` for which `top_fd` holds no `.tito-moved-n` (the submission may have made some)."
+    while True:
+        moved += 1
+        try:
+            os.stat(f".tito-moved-{moved}", dir_fd=top_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return moved
+
+
 def _empty_into(top_fd: int, name: str, moved: int) -> int:
     "Remove entry `name` of the folder `top_fd`; a folder's subfolders are moved into `top_fd` first."
     try:
@@ -408,14 +430,13 @@ def _empty_into(top_fd: int, name: str, moved: int) -> int:
         return moved
     except IsADirectoryError:
         pass
-    os.chmod(name, 0o700, dir_fd=top_fd)
-    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top_fd)
+    fd = _open_folder(top_fd, name)
     try:
         with os.scandir(fd) as it:
             entries = list(it)
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                moved += 1
+                moved = _free_name(top_fd, moved)
                 os.rename(entry.name, f".tito-moved-{moved}", src_dir_fd=fd, dst_dir_fd=top_fd)
             else:
                 os.unlink(entry.name, dir_fd=fd)
