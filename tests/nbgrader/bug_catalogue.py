@@ -581,8 +581,4 @@ BUGS["02"] += [  # mistakes that were blamed on the wrong exercise, or shown by 
         """        if id(tensor) in visited:  # reached again through another path: already placed
             continue
 """, ""),
-    Bug("vector-at-vector-a-stays-1d", "the vector cases are made 2-D with if/elif: in vector @ vector, a stays 1-D "
-        "(the backward raises)", "matmul-gradient",
-        "    if A.ndim == 1:\n        A, grad = A[None, :], grad[..., None, :]",
-        "    elif A.ndim == 1:\n        A, grad = A[None, :], grad[..., None, :]"),
 ]
